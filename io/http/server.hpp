@@ -1,0 +1,118 @@
+#pragma once
+// The HTTP/1.1 front: one libuv loop thread, one llhttp parser per connection.
+//
+// The loop thread parses requests and hands each complete one to `request_handler`
+// (called on the loop thread; it must not block: it forwards to an actor and returns).
+// The answer travels back through a `responder`, which any thread may use: it pushes
+// onto the one bridge queue and wakes the loop with uv_async_send. This queue is the only
+// state shared between the loop thread and the actor threads.
+//
+// Behaviour: keep-alive; pipelined requests answered in order; Content-Length and chunked
+// request bodies; Expect: 100-continue; body limit -> 413, header block limit -> 431,
+// request line limit -> 414, parse error -> 400, slow request (headers/body not received
+// in time) -> 408; all of these carry the JSON error envelope (decision D13) and close the
+// connection. Idle keep-alive connections time out; a request in progress (a long-poll)
+// never does. Chunked responses with trailers, with back-pressure through `on_drain`.
+// Graceful shutdown on SIGTERM/SIGINT: stop accepting, let in-flight requests finish
+// within `shutdown_grace`, then return from run().
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace shellctl::io::http {
+
+struct header {
+  std::string name;
+  std::string value;
+};
+
+struct request {
+  std::string method;  // "GET", "POST", ...
+  std::string target;  // raw request-target
+  std::string path;    // target before '?', not percent-decoded
+  std::string query;   // target after '?', raw ("" when none)
+  std::vector<header> headers;
+  std::string body;
+  // Case-insensitive header lookup; nullptr when absent.
+  const std::string* find_header(std::string_view name) const;
+};
+
+struct response {
+  int status = 200;
+  std::vector<header> headers;  // Content-Length/Date/Connection are added by the server
+  std::string body;
+};
+
+class connection_bridge;  // internal: the loop side of one request
+
+// Delivers the answer to one request, from any thread. Copyable; the first `send` or
+// `start_stream` wins, later calls are ignored. If it is destroyed without answering,
+// the server answers 500 internal_error so that a client never hangs.
+class responder {
+ public:
+  responder() = default;
+  explicit responder(std::shared_ptr<connection_bridge> b);
+
+  void send(response r) const;
+
+  // Chunked streaming (snapshot save). `head.body` is ignored. `on_drain` is called on
+  // the loop thread each time the connection's write queue falls below the low-water mark
+  // (and once right after the head is written): produce the next chunk then.
+  void start_stream(response head, std::function<void()> on_drain) const;
+  void send_chunk(std::string data) const;
+  // Ends the body with the last chunk and these trailers.
+  void end_stream(std::vector<header> trailers) const;
+  // Drops the connection without a clean end (no terminating chunk, no trailers).
+  void abort() const;
+  // True while the client connection is open.
+  bool connected() const;
+
+ private:
+  std::shared_ptr<connection_bridge> bridge_;
+};
+
+using request_handler = std::function<void(request&&, responder)>;
+
+struct server_config {
+  std::string host = "127.0.0.1";
+  std::uint16_t port = 8765;
+  std::size_t max_body_bytes = 64u << 20;      // 413 above
+  std::size_t max_header_bytes = 64u << 10;    // 431 above (whole header block)
+  std::size_t max_request_line = 16u << 10;    // 414 above
+  std::chrono::milliseconds idle_timeout{75000};     // keep-alive connection, no request
+  std::chrono::milliseconds request_timeout{60000};  // headers+body must arrive within
+  std::chrono::milliseconds shutdown_grace{5000};
+  bool handle_signals = true;  // SIGINT/SIGTERM start the graceful shutdown
+};
+
+class server {
+ public:
+  server(server_config cfg, request_handler handler);
+  ~server();
+  server(const server&) = delete;
+  server& operator=(const server&) = delete;
+
+  // Binds and listens. Throws std::runtime_error with a one-line reason on failure.
+  void listen();
+  // The bound port (useful with port 0).
+  std::uint16_t port() const;
+  // Runs the loop on the calling thread until shutdown completes.
+  void run();
+  // Starts the graceful shutdown; callable from any thread.
+  void stop();
+
+  struct impl;
+
+ private:
+  std::unique_ptr<impl> impl_;
+};
+
+// The JSON error envelope body: {"error":{"code":...,"message":...}}\n
+std::string error_body(std::string_view code, std::string_view message);
+
+}  // namespace shellctl::io::http

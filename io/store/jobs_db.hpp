@@ -1,0 +1,85 @@
+#pragma once
+// The jobs table in <state>/shellctl.db (runtime.md §8): schema, migration and the
+// compare-and-swap status transitions. Used by the job_store actor (the server's one
+// connection) and by shellctl-runner-exit (its own short-lived connection).
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace shellctl::io::store {
+
+struct db_error : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct job_row {
+  std::string job_id;
+  std::string script_path;  // relative to the state dir: jobs/<id>/script
+  std::string output_path;  // relative to the state dir: jobs/<id>/output.log
+  std::string cwd;
+  std::int64_t terminal_cols = 200;
+  std::int64_t terminal_rows = 50;
+  std::string status = "created";
+  std::string session_name;
+  std::string pane_target;
+  std::optional<std::int64_t> exit_code;
+  std::optional<std::string> reason;
+  std::optional<std::string> message;
+  std::string created_at;
+  std::optional<std::string> started_at;
+  std::optional<std::string> ended_at;
+  std::string updated_at;
+  std::string mode = "pty";
+};
+
+bool is_terminal_status(const std::string& status);
+
+// A generic CAS transition (runtime.md §8.3).
+struct transition {
+  std::string target;
+  std::vector<std::string> allowed;
+  std::optional<std::string> reason;
+  std::optional<std::string> message;
+  std::optional<std::string> ended_at;  // terminal targets: used when ended_at IS NULL
+  bool require_exit_code_null = false;
+};
+
+enum class record_result { recorded, already_terminal, not_found };
+
+class jobs_db {
+ public:
+  enum class open_mode {
+    create_schema,  // server: create/migrate the schema (refuses user_version > 1)
+    existing,       // runner-exit: the file and schema must exist
+  };
+  jobs_db(const std::string& path, int busy_timeout_ms, open_mode mode);
+  ~jobs_db();
+  jobs_db(const jobs_db&) = delete;
+  jobs_db& operator=(const jobs_db&) = delete;
+
+  // False on a duplicate job_id.
+  bool insert(const job_row& row);
+  std::optional<job_row> get(const std::string& job_id);
+  // Every row, newest first (ORDER BY created_at DESC).
+  std::vector<job_row> list_all();
+  // True when a row changed. `now` is the timestamp used for updated_at and defaults.
+  bool apply(const std::string& job_id, const transition& t, const std::string& now);
+  // Runner-exit recording as the server does it (ended_at only if NULL).
+  record_result record_exit_server(const std::string& job_id, std::int64_t code,
+                                   const std::string& ended_at);
+  // Runner-exit recording as shellctl-runner-exit does it (ended_at overwritten).
+  record_result record_exit_helper(const std::string& job_id, std::int64_t code,
+                                   const std::string& ended_at);
+  // True when a row was deleted.
+  bool remove(const std::string& job_id);
+
+ private:
+  sqlite3* db_ = nullptr;
+  void exec(const char* sql);
+};
+
+}  // namespace shellctl::io::store

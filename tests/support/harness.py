@@ -1,0 +1,211 @@
+"""Starts real shellctl servers for end-to-end tests and talks HTTP to them.
+
+Stdlib only. Every server gets its own temporary HOME and state dir, so its tmux server
+(socket under <state>/runtime) and SQLite file are private to the test. Nothing is mocked.
+"""
+import http.client
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import unittest
+
+BIN_DIR = os.environ.get("SHELLCTL_BIN_DIR") or os.path.join(
+    os.path.dirname(__file__), "..", "..", "build", "bin")
+SHELLCTL = os.path.join(BIN_DIR, "shellctl")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """A running `shellctl serve` on a free loopback port."""
+
+    def __init__(self, token=None, env=None, args=(), home=None, state_dir=None,
+                 keep_dirs=False, start=True, user=None):
+        self.tmp = tempfile.mkdtemp(prefix="shellctl-e2e-")
+        os.chmod(self.tmp, 0o755)
+        self.home = home or os.path.join(self.tmp, "home")
+        os.makedirs(self.home, exist_ok=True)
+        self.state_dir = state_dir or os.path.join(self.tmp, "state")
+        self.token = token
+        self.extra_env = dict(env or {})
+        self.args = list(args)
+        self.keep_dirs = keep_dirs
+        self.user = user
+        self.proc = None
+        self.port = None
+        self.stderr_path = os.path.join(self.tmp, "server.stderr")
+        if start:
+            self.start()
+
+    # -- lifecycle -----------------------------------------------------------------
+    def environment(self):
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith("SHELLCTL_") and not k.startswith("TMUX")}
+        env["HOME"] = self.home
+        env["PATH"] = BIN_DIR + os.pathsep + env.get("PATH", "/usr/bin:/bin")
+        env.pop("XDG_DATA_HOME", None)
+        env.update(self.extra_env)
+        return env
+
+    def command(self):
+        cmd = [SHELLCTL, "serve", "--listen", f"127.0.0.1:{self.port}",
+               "--state-dir", self.state_dir]
+        if self.token is not None:
+            cmd += ["--token", self.token]
+        return cmd + self.args
+
+    def start(self, wait=True):
+        self.port = free_port()
+        self.stderr = open(self.stderr_path, "ab")
+        self.proc = subprocess.Popen(self.command(), env=self.environment(),
+                                     stdout=self.stderr, stderr=self.stderr,
+                                     stdin=subprocess.DEVNULL)
+        if wait:
+            self.wait_healthy()
+        return self
+
+    def wait_healthy(self, timeout=20):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"shellctl exited with {self.proc.returncode}: "
+                                   f"{self.read_stderr()}")
+            try:
+                status, _, body = self.request("GET", "/healthz", auth=False, timeout=2)
+                if status == 200:
+                    return
+            except OSError:
+                pass
+            time.sleep(0.02)
+        raise RuntimeError("shellctl did not become healthy: " + self.read_stderr())
+
+    def read_stderr(self):
+        try:
+            with open(self.stderr_path, "rb") as f:
+                return f.read().decode(errors="replace")
+        except OSError:
+            return ""
+
+    def stop(self, sig=signal.SIGTERM, timeout=15):
+        """Stops the server process (jobs keep running in tmux). Returns the exit code."""
+        if self.proc is None or self.proc.poll() is not None:
+            return self.proc.returncode if self.proc else None
+        self.proc.send_signal(sig)
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise
+
+    def kill(self):
+        """SIGKILL, as a crash would."""
+        return self.stop(signal.SIGKILL)
+
+    def restart(self):
+        self.stop()
+        return self.start()
+
+    @property
+    def runtime_dir(self):
+        return os.path.join(self.state_dir, "runtime")
+
+    @property
+    def tmux_socket(self):
+        return os.path.join(self.runtime_dir, "tmux.sock")
+
+    def tmux(self, *args):
+        return subprocess.run(["tmux", "-S", self.tmux_socket, *args],
+                              capture_output=True, text=True)
+
+    def close(self):
+        try:
+            self.stop(signal.SIGKILL)
+        finally:
+            self.tmux("kill-server")
+            if self.stderr:
+                self.stderr.close()
+            if not self.keep_dirs:
+                shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # -- HTTP ------------------------------------------------------------------------
+    def request(self, method, path, body=None, auth=True, timeout=60, headers=None,
+                raw_body=None):
+        """Returns (status, headers dict (lower-case names), parsed JSON or raw bytes)."""
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        try:
+            hdrs = dict(headers or {})
+            if auth and self.token:
+                hdrs["Authorization"] = "Bearer " + self.token
+            data = raw_body
+            if body is not None:
+                data = json.dumps(body).encode()
+                hdrs["Content-Type"] = "application/json"
+            conn.request(method, path, body=data, headers=hdrs)
+            resp = conn.getresponse()
+            payload = resp.read()
+            rh = {k.lower(): v for k, v in resp.getheaders()}
+            try:
+                parsed = json.loads(payload)
+            except ValueError:
+                parsed = payload
+            return resp.status, rh, parsed
+        finally:
+            conn.close()
+
+    def ok(self, method, path, body=None, **kw):
+        status, _, data = self.request(method, path, body, **kw)
+        if status != 200:
+            raise AssertionError(f"{method} {path} -> {status} {data!r}")
+        return data
+
+    # -- job helpers -----------------------------------------------------------------
+    def run(self, script, **fields):
+        fields.setdefault("timeout", 30)
+        return self.ok("POST", "/v1/jobs/run", dict(script=script, **fields))
+
+    def wait(self, job_id, offset=0, timeout=30, **fields):
+        return self.ok("POST", f"/v1/jobs/{job_id}/wait",
+                       dict(offset=offset, timeout=timeout, **fields))
+
+    def run_to_completion(self, script, deadline=120, **fields):
+        """Run, then page with wait until done and not truncated. Returns (last, output)."""
+        end = time.monotonic() + deadline
+        res = self.run(script, **fields)
+        out = [res["output"]]
+        limit = fields.get("output_limit")
+        while not res["done"] or res["truncated"]:
+            if time.monotonic() > end:
+                raise AssertionError(f"job {res['job_id']} did not complete: {res}")
+            extra = {"output_limit": limit} if limit else {}
+            res = self.wait(res["job_id"], res["offset"], timeout=30, **extra)
+            out.append(res["output"])
+        return res, "".join(out)
+
+
+class ServerTestCase(unittest.TestCase):
+    """A test case with one server for the whole class (cls.server)."""
+    server_kwargs = {}
+
+    @classmethod
+    def setUpClass(cls):
+        cls.server = Server(**cls.server_kwargs)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.close()
