@@ -1,1 +1,315 @@
-// placeholder until implemented
+#include "io/store/jobs_db.hpp"
+
+#include <string>
+
+namespace shellctl::io::store {
+namespace {
+
+// The legacy (user_version 0) table; migration 1 appends `mode` (runtime.md §8.2).
+constexpr const char* create_table_sql = R"(CREATE TABLE IF NOT EXISTS jobs (
+  job_id TEXT PRIMARY KEY,
+  script_path TEXT NOT NULL,
+  output_path TEXT NOT NULL,
+  cwd TEXT NOT NULL,
+  terminal_cols INTEGER NOT NULL DEFAULT 200,
+  terminal_rows INTEGER NOT NULL DEFAULT 50,
+  status TEXT NOT NULL DEFAULT 'created',
+  session_name TEXT NOT NULL,
+  pane_target TEXT NOT NULL,
+  exit_code INTEGER,
+  reason TEXT,
+  message TEXT,
+  created_at TEXT NOT NULL,
+  started_at TEXT,
+  ended_at TEXT,
+  updated_at TEXT NOT NULL
+))";
+
+constexpr const char* select_columns =
+    "job_id, script_path, output_path, cwd, terminal_cols, terminal_rows, status, "
+    "session_name, pane_target, exit_code, reason, message, created_at, started_at, "
+    "ended_at, updated_at, mode";
+
+// RAII prepared statement; throws db_error with SQLite's message on failure.
+class statement {
+ public:
+  statement(sqlite3* db, const std::string& sql) : db_(db) {
+    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt_, nullptr) != SQLITE_OK)
+      throw db_error(sqlite3_errmsg(db));
+  }
+  ~statement() { sqlite3_finalize(stmt_); }
+  statement(const statement&) = delete;
+  statement& operator=(const statement&) = delete;
+
+  void bind(int i, const std::string& v) {
+    check(sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT));
+  }
+  void bind(int i, const std::optional<std::string>& v) {
+    if (v)
+      bind(i, *v);
+    else
+      check(sqlite3_bind_null(stmt_, i));
+  }
+  void bind(int i, std::int64_t v) { check(sqlite3_bind_int64(stmt_, i, v)); }
+  void bind(int i, const std::optional<std::int64_t>& v) {
+    if (v)
+      bind(i, *v);
+    else
+      check(sqlite3_bind_null(stmt_, i));
+  }
+  // True while a row is available.
+  bool step() {
+    int rc = sqlite3_step(stmt_);
+    if (rc == SQLITE_ROW) return true;
+    if (rc == SQLITE_DONE) return false;
+    throw db_error(sqlite3_errmsg(db_));
+  }
+  int step_rc() { return sqlite3_step(stmt_); }
+  std::string text(int col) const {
+    auto p = reinterpret_cast<const char*>(sqlite3_column_text(stmt_, col));
+    return p ? std::string(p, static_cast<size_t>(sqlite3_column_bytes(stmt_, col))) : "";
+  }
+  std::optional<std::string> opt_text(int col) const {
+    if (sqlite3_column_type(stmt_, col) == SQLITE_NULL) return std::nullopt;
+    return text(col);
+  }
+  std::int64_t int64(int col) const { return sqlite3_column_int64(stmt_, col); }
+  std::optional<std::int64_t> opt_int64(int col) const {
+    if (sqlite3_column_type(stmt_, col) == SQLITE_NULL) return std::nullopt;
+    return int64(col);
+  }
+
+ private:
+  void check(int rc) {
+    if (rc != SQLITE_OK) throw db_error(sqlite3_errmsg(db_));
+  }
+  sqlite3* db_;
+  sqlite3_stmt* stmt_ = nullptr;
+};
+
+job_row read_row(const statement& s) {
+  job_row r;
+  r.job_id = s.text(0);
+  r.script_path = s.text(1);
+  r.output_path = s.text(2);
+  r.cwd = s.text(3);
+  r.terminal_cols = s.int64(4);
+  r.terminal_rows = s.int64(5);
+  r.status = s.text(6);
+  r.session_name = s.text(7);
+  r.pane_target = s.text(8);
+  r.exit_code = s.opt_int64(9);
+  r.reason = s.opt_text(10);
+  r.message = s.opt_text(11);
+  r.created_at = s.text(12);
+  r.started_at = s.opt_text(13);
+  r.ended_at = s.opt_text(14);
+  r.updated_at = s.text(15);
+  r.mode = s.text(16);
+  return r;
+}
+
+const char* const terminal_statuses[] = {"exited", "terminated", "failed", "lost"};
+
+}  // namespace
+
+bool is_terminal_status(const std::string& status) {
+  for (auto t : terminal_statuses)
+    if (status == t) return true;
+  return false;
+}
+
+jobs_db::jobs_db(const std::string& path, int busy_timeout_ms, open_mode mode) {
+  int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX;
+  if (mode == open_mode::create_schema) flags |= SQLITE_OPEN_CREATE;
+  if (sqlite3_open_v2(path.c_str(), &db_, flags, nullptr) != SQLITE_OK) {
+    std::string msg = db_ ? sqlite3_errmsg(db_) : "out of memory";
+    sqlite3_close(db_);
+    db_ = nullptr;
+    throw db_error("open " + path + ": " + msg);
+  }
+  try {
+    sqlite3_busy_timeout(db_, busy_timeout_ms);
+    exec("PRAGMA journal_mode=WAL");
+    // WAL + NORMAL never corrupts the file; it only lets a power cut lose the newest
+    // commits, which recovery (D8) settles from the artifacts on disk anyway.
+    exec("PRAGMA synchronous=NORMAL");
+    if (mode == open_mode::create_schema) {
+      statement v(db_, "PRAGMA user_version");
+      v.step();
+      std::int64_t version = v.int64(0);
+      if (version > 1)
+        throw db_error("database schema version " + std::to_string(version) +
+                       " is newer than supported (1)");
+      if (version == 0) {
+        exec("BEGIN IMMEDIATE");
+        try {
+          exec(create_table_sql);
+          // A legacy table may already have the column if a newer writer migrated it
+          // without bumping user_version; only add what is missing.
+          statement has(db_, "SELECT 1 FROM pragma_table_info('jobs') WHERE name='mode'");
+          if (!has.step()) exec("ALTER TABLE jobs ADD COLUMN mode TEXT NOT NULL DEFAULT 'pty'");
+          exec("PRAGMA user_version=1");
+          exec("COMMIT");
+        } catch (...) {
+          sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+          throw;
+        }
+      }
+    }
+  } catch (...) {
+    sqlite3_close(db_);
+    db_ = nullptr;
+    throw;
+  }
+}
+
+jobs_db::~jobs_db() {
+  if (db_) sqlite3_close(db_);
+}
+
+void jobs_db::exec(const char* sql) {
+  char* err = nullptr;
+  if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
+    std::string msg = err ? err : sqlite3_errmsg(db_);
+    sqlite3_free(err);
+    throw db_error(msg);
+  }
+}
+
+bool jobs_db::insert(const job_row& r) {
+  statement s(db_,
+              "INSERT INTO jobs (job_id, script_path, output_path, cwd, terminal_cols, "
+              "terminal_rows, status, session_name, pane_target, exit_code, reason, message, "
+              "created_at, started_at, ended_at, updated_at, mode) "
+              "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+  s.bind(1, r.job_id);
+  s.bind(2, r.script_path);
+  s.bind(3, r.output_path);
+  s.bind(4, r.cwd);
+  s.bind(5, r.terminal_cols);
+  s.bind(6, r.terminal_rows);
+  s.bind(7, r.status);
+  s.bind(8, r.session_name);
+  s.bind(9, r.pane_target);
+  s.bind(10, r.exit_code);
+  s.bind(11, r.reason);
+  s.bind(12, r.message);
+  s.bind(13, r.created_at);
+  s.bind(14, r.started_at);
+  s.bind(15, r.ended_at);
+  s.bind(16, r.updated_at);
+  s.bind(17, r.mode);
+  int rc = s.step_rc();
+  if (rc == SQLITE_DONE) return true;
+  if ((rc & 0xff) == SQLITE_CONSTRAINT) return false;
+  throw db_error(sqlite3_errmsg(db_));
+}
+
+std::optional<job_row> jobs_db::get(const std::string& job_id) {
+  statement s(db_, std::string("SELECT ") + select_columns + " FROM jobs WHERE job_id = ?");
+  s.bind(1, job_id);
+  if (!s.step()) return std::nullopt;
+  return read_row(s);
+}
+
+std::vector<job_row> jobs_db::list_all() {
+  statement s(db_, std::string("SELECT ") + select_columns +
+                       " FROM jobs ORDER BY created_at DESC");
+  std::vector<job_row> rows;
+  while (s.step()) rows.push_back(read_row(s));
+  return rows;
+}
+
+bool jobs_db::apply(const std::string& job_id, const transition& t, const std::string& now) {
+  // One UPDATE ... WHERE status IN (...) is the compare-and-swap (runtime.md §8.3).
+  bool terminal = is_terminal_status(t.target);
+  bool starts = t.target == "starting" || t.target == "running";
+  std::string sql = "UPDATE jobs SET status = ?1, updated_at = ?2, reason = ?3, message = ?4";
+  if (starts) sql += ", started_at = COALESCE(started_at, ?2)";
+  if (terminal) sql += ", ended_at = COALESCE(ended_at, ?5), exit_code = COALESCE(exit_code, 0)";
+  sql += " WHERE job_id = ?6 AND status IN (";
+  for (size_t i = 0; i < t.allowed.size(); ++i) sql += i ? ",?" + std::to_string(7 + i) : "?" + std::to_string(7 + i);
+  if (t.allowed.empty()) sql += "NULL";
+  sql += ")";
+  if (t.require_exit_code_null) sql += " AND exit_code IS NULL";
+  statement s(db_, sql);
+  s.bind(1, t.target);
+  s.bind(2, now);
+  s.bind(3, t.reason);
+  s.bind(4, t.message);
+  s.bind(5, t.ended_at.value_or(now));
+  s.bind(6, job_id);
+  for (size_t i = 0; i < t.allowed.size(); ++i) s.bind(static_cast<int>(7 + i), t.allowed[i]);
+  s.step();
+  return sqlite3_changes(db_) > 0;
+}
+
+record_result jobs_db::record_exit_server(const std::string& job_id, std::int64_t code,
+                                          const std::string& ended_at) {
+  auto row = get(job_id);
+  if (!row) return record_result::not_found;
+  if (is_terminal_status(row->status)) return record_result::already_terminal;
+  statement s(db_,
+              "UPDATE jobs SET status = 'exited', exit_code = ?1, "
+              "ended_at = COALESCE(ended_at, ?2), updated_at = ?2, reason = NULL, "
+              "message = NULL WHERE job_id = ?3 AND status IN ('created','starting','running')");
+  s.bind(1, code);
+  s.bind(2, ended_at);
+  s.bind(3, job_id);
+  s.step();
+  if (sqlite3_changes(db_) > 0) return record_result::recorded;
+  // Lost the race to another recorder: the row is terminal now, or gone.
+  return get(job_id) ? record_result::already_terminal : record_result::not_found;
+}
+
+record_result jobs_db::record_exit_helper(const std::string& job_id, std::int64_t code,
+                                          const std::string& ended_at) {
+  auto row = get(job_id);
+  if (!row) return record_result::not_found;
+  if (is_terminal_status(row->status)) return record_result::already_terminal;
+  // The original helper guards every column with CASE instead of the WHERE clause, so a
+  // row that turned terminal in between keeps its values (first recorder wins).
+  statement s(db_,
+              "UPDATE jobs SET "
+              "exit_code = CASE WHEN status IN ('created','starting','running') THEN ?1 "
+              "ELSE exit_code END, "
+              "ended_at = CASE WHEN status IN ('created','starting','running') THEN ?2 "
+              "ELSE ended_at END, "
+              "updated_at = CASE WHEN status IN ('created','starting','running') THEN ?2 "
+              "ELSE updated_at END, "
+              "reason = CASE WHEN status IN ('created','starting','running') THEN NULL "
+              "ELSE reason END, "
+              "message = CASE WHEN status IN ('created','starting','running') THEN NULL "
+              "ELSE message END, "
+              "status = CASE WHEN status IN ('created','starting','running') THEN 'exited' "
+              "ELSE status END "
+              "WHERE job_id = ?3");
+  s.bind(1, code);
+  s.bind(2, ended_at);
+  s.bind(3, job_id);
+  s.step();
+  if (sqlite3_changes(db_) == 0) return record_result::not_found;
+  return record_result::recorded;
+}
+
+std::vector<std::string> jobs_db::expired_ids(const std::string& cutoff) {
+  // The timestamp form sorts lexically, so the comparison can stay in SQL; the length
+  // check skips rows whose ended_at is not in that form (they never expire, like Go).
+  statement s(db_,
+              "SELECT job_id FROM jobs WHERE status IN ('exited','terminated','failed','lost') "
+              "AND ended_at IS NOT NULL AND length(ended_at) = 20 AND ended_at <= ?");
+  s.bind(1, cutoff);
+  std::vector<std::string> ids;
+  while (s.step()) ids.push_back(s.text(0));
+  return ids;
+}
+
+bool jobs_db::remove(const std::string& job_id) {
+  statement s(db_, "DELETE FROM jobs WHERE job_id = ?");
+  s.bind(1, job_id);
+  s.step();
+  return sqlite3_changes(db_) > 0;
+}
+
+}  // namespace shellctl::io::store

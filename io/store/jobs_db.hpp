@@ -74,6 +74,8 @@ class jobs_db {
   // Runner-exit recording as shellctl-runner-exit does it (ended_at overwritten).
   record_result record_exit_helper(const std::string& job_id, std::int64_t code,
                                    const std::string& ended_at);
+  // Terminal jobs whose ended_at (a valid timestamp) is <= cutoff: retention's victims.
+  std::vector<std::string> expired_ids(const std::string& cutoff);
   // True when a row was deleted.
   bool remove(const std::string& job_id);
 

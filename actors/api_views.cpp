@@ -1,0 +1,94 @@
+#include "actors/api_views.hpp"
+
+#include "io/json/json.hpp"
+
+namespace shellctl::actors {
+namespace {
+
+using io::json::writer;
+
+bool is_done(const job_row& row) { return io::store::is_terminal_status(row.status); }
+
+// Decision D3: only `exited` reports a number; terminated/failed/lost report null
+// (the original's filled-in 0 reads as success).
+void write_exit_code(writer& w, const job_row& row) {
+  w.key("exit_code");
+  if (row.status == "exited" && row.exit_code)
+    w.value(*row.exit_code);
+  else
+    w.null();
+}
+
+void write_opt(writer& w, std::string_view key, const std::optional<std::string>& v) {
+  w.key(key);
+  if (v)
+    w.value(*v);
+  else
+    w.null();
+}
+
+}  // namespace
+
+std::string job_result_json(const job_row& row, const std::string& output_path,
+                            const io::text::output_window& win) {
+  writer w;
+  w.begin_object();
+  w.key("job_id").value(row.job_id);
+  w.key("done").value(is_done(row));
+  w.key("status").value(row.status);
+  write_exit_code(w, row);
+  w.key("output_path").value(output_path);
+  w.key("output").value(win.text);
+  w.key("offset").value(win.offset);
+  w.key("truncated").value(win.truncated);
+  w.end_object();
+  return w.finish();
+}
+
+std::string job_status_json(const job_row& row, std::uint64_t offset) {
+  writer w;
+  w.begin_object();
+  w.key("job_id").value(row.job_id);
+  w.key("status").value(row.status);
+  w.key("done").value(is_done(row));
+  write_exit_code(w, row);
+  w.key("created_at").value(row.created_at);
+  write_opt(w, "started_at", row.started_at);
+  write_opt(w, "ended_at", row.ended_at);
+  w.key("offset").value(offset);
+  w.end_object();
+  return w.finish();
+}
+
+std::string job_list_json(const std::vector<job_info>& jobs) {
+  writer w;
+  w.begin_object();
+  // Decision D4: an empty list is [], not the original's null.
+  w.key("jobs").begin_array();
+  for (auto& j : jobs) {
+    w.begin_object();
+    w.key("job_id").value(j.job_id);
+    w.key("status").value(j.status);
+    w.key("created_at").value(j.created_at);
+    if (j.started_at) w.key("started_at").value(*j.started_at);
+    if (j.ended_at) w.key("ended_at").value(*j.ended_at);
+    w.end_object();
+  }
+  w.end_array();
+  w.end_object();
+  return w.finish();
+}
+
+io::http::response json_response(int status, std::string body) {
+  io::http::response r;
+  r.status = status;
+  r.headers.push_back({"Content-Type", "application/json"});
+  r.body = std::move(body);
+  return r;
+}
+
+io::http::response error_response(int status, std::string_view code, std::string_view message) {
+  return json_response(status, io::http::error_body(code, message));
+}
+
+}  // namespace shellctl::actors

@@ -1,0 +1,771 @@
+#include "actors/job_actor.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <random>
+
+#include "actors/api_views.hpp"
+#include "io/fs/files.hpp"
+#include "io/json/json.hpp"
+#include "io/text/clock.hpp"
+#include "io/text/output_window.hpp"
+#include "io/text/shell_quote.hpp"
+#include "io/tmux/control_client.hpp"
+
+namespace shellctl::actors {
+namespace {
+
+using self_ptr = caf::stateful_actor<job_state>*;
+using clock_type = job_state::clock;
+using io::store::is_terminal_status;
+using io::store::transition;
+using io::tmux::quote;
+
+const std::vector<std::string> live_statuses = {"created", "starting", "running"};
+
+std::string file(self_ptr self, const char* name) { return io::fs::join(self->state.dir, name); }
+bool done(self_ptr self) { return is_terminal_status(self->state.row.status); }
+bool is_pty(self_ptr self) { return self->state.row.mode != "stdio"; }
+std::string pane(self_ptr self) { return self->state.row.pane_target; }
+
+void settle(self_ptr self);
+void evaluate_waiters(self_ptr self);
+void finish_terminate(self_ptr self);
+
+// ---------------------------------------------------------------- answering
+
+void reply_error(const responder& r, int status, std::string_view code, std::string_view msg) {
+  r.send(error_response(status, code, msg));
+}
+
+void reply_internal(const responder& r, const std::string& msg) {
+  reply_error(r, 500, "internal_error", msg);
+}
+
+void reply_status(self_ptr self, const responder& r) {
+  r.send(json_response(200, job_status_json(self->state.row,
+                                            io::text::file_size_or_zero(self->state.output_abs))));
+}
+
+// ---------------------------------------------------------------- store and tmux
+
+// Every status change goes through here: one transition in flight at a time, and events
+// that arrive meanwhile re-run settle() afterwards, so nothing is decided on stale state.
+void store_request(self_ptr self, caf::message msg, std::function<void(store_reply&)> then) {
+  auto& st = self->state;
+  st.busy = true;
+  self->request(st.peers.store, caf::infinite, std::move(msg))
+      .then(
+          [self, then](store_reply& r) {
+            auto& st = self->state;
+            st.busy = false;
+            if (r.ok && r.row) st.row = *r.row;
+            if (!r.ok) std::fprintf(stderr, "shellctl: job %s: store: %s\n", st.row.job_id.c_str(),
+                                    r.error.c_str());
+            then(r);
+            if (done(self) && st.watching) {
+              // A terminal job changes no more: release its inotify watch.
+              self->send(st.peers.watcher, unwatch_dir{st.dir});
+              st.watching = false;
+            }
+            if (st.dirty && !st.removing) {
+              st.dirty = false;
+              settle(self);
+            }
+            evaluate_waiters(self);
+          },
+          [self](caf::error&) {
+            self->state.busy = false;
+          });
+}
+
+void apply(self_ptr self, transition t, std::function<void(store_reply&)> then = {}) {
+  store_request(self, caf::make_message(store_apply{self->state.row.job_id, std::move(t)}),
+                [then](store_reply& r) {
+                  if (then) then(r);
+                });
+}
+
+void tmux(self_ptr self, std::vector<std::string> lines, std::function<void(tmux_reply&)> then,
+          std::string creates_session = {}) {
+  self->request(self->state.peers.tmux, caf::infinite,
+                tmux_command{std::move(lines), std::move(creates_session)})
+      .then([then](tmux_reply& r) { if (then) then(r); },
+            [then](caf::error&) {
+              tmux_reply r;
+              r.ok = false;
+              r.error = "no server running (tmux_server unavailable)";
+              if (then) then(r);
+            });
+}
+
+void kill_session(self_ptr self) {
+  tmux(self, {"kill-session -t " + quote(self->state.row.session_name)}, {});
+}
+
+// ---------------------------------------------------------------- materialization
+
+struct artifacts {
+  bool code_file = false;
+  bool ended_file = false;
+  std::optional<std::int64_t> code;
+  std::string ended_at;
+};
+
+std::string trim(std::string s) {
+  auto ws = [](char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; };
+  while (!s.empty() && ws(s.back())) s.pop_back();
+  size_t i = 0;
+  while (i < s.size() && ws(s[i])) ++i;
+  return s.substr(i);
+}
+
+artifacts read_artifacts(self_ptr self) {
+  artifacts a;
+  auto code = trim(io::fs::read_small_file(file(self, "runner-exit-code")));
+  auto ended = trim(io::fs::read_small_file(file(self, "runner-ended-at")));
+  a.code_file = !code.empty();
+  a.ended_file = !ended.empty();
+  std::int64_t v = 0;
+  auto [p, ec] = std::from_chars(code.data(), code.data() + code.size(), v);
+  if (a.code_file && ec == std::errc() && p == code.data() + code.size()) a.code = v;
+  a.ended_at = ended;
+  return a;
+}
+
+// runtime.md §7, with the liveness facts coming from events instead of tmux probes.
+void settle(self_ptr self) {
+  auto& st = self->state;
+  if (st.removing) return;
+  if (st.busy) {
+    st.dirty = true;
+    return;
+  }
+  auto& r = st.row;
+  // 1. Terminal rows stay; only a missing ended_at is filled in.
+  if (is_terminal_status(r.status)) {
+    if (!r.ended_at) apply(self, transition{r.status, {r.status}, {}, {}, {}, false});
+    return;
+  }
+  // 2. An exit code is already recorded.
+  if (r.exit_code) {
+    apply(self, transition{"exited", live_statuses, {}, {}, {}, false});
+    return;
+  }
+  // 3. Complete exit artifacts (PTY: and the output pipe drained).
+  auto a = read_artifacts(self);
+  bool complete = a.code && a.ended_file;
+  bool drained = !is_pty(self) || io::fs::exists(file(self, ".pipe-drained"));
+  if (complete && drained) {
+    store_request(self, caf::make_message(store_record_exit{r.job_id, *a.code, a.ended_at}),
+                  [](store_reply&) {});
+    return;
+  }
+  if (st.session_alive) {
+    // 4a. The sanitizer failed while the job runs: its output is lost.
+    if (is_pty(self) && !st.starting && io::fs::exists(file(self, ".pipe-failed"))) {
+      apply(self, transition{"failed", live_statuses, std::string("pipe_failed"),
+                             std::string("The tmux output pipe stopped while the job was "
+                                         "still running."),
+                             {}, false});
+      return;
+    }
+    // 4b. A start that was interrupted but whose session lives (recovery).
+    if ((r.status == "created" || r.status == "starting") && !st.starting)
+      apply(self, transition{"running", {"created", "starting"}, {}, {}, {}, true});
+    return;
+  }
+  // 5a. The runner exited and the pipe finalizer is still draining output.
+  bool markers = io::fs::exists(file(self, ".pipe-drained")) ||
+                 io::fs::exists(file(self, ".pipe-failed"));
+  if (is_pty(self) && a.code_file && a.ended_file && !markers) {
+    if (!st.finalizer_expired) {
+      if (!st.finalizer_timer_armed) {
+        st.finalizer_timer_armed = true;
+        self->delayed_send(self, st.cfg.finalizer_grace, finalizer_timeout{});
+      }
+      return;
+    }
+    // Decision D8: the finalizer vanished without a marker; the exit still happened.
+    if (complete) {
+      store_request(self, caf::make_message(store_record_exit{r.job_id, *a.code, a.ended_at}),
+                    [](store_reply&) {});
+      return;
+    }
+  }
+  // 5b. The session is gone without a usable exit record.
+  if (!st.starting || !(r.status == "created" || r.status == "starting"))
+    apply(self, transition{"lost", live_statuses, std::string("tmux_session_missing"),
+                           std::string("The dedicated tmux session is no longer present."), {},
+                           false});
+}
+
+// ---------------------------------------------------------------- long-poll
+
+void answer_window(self_ptr self, job_state::waiter& w, bool job_done) {
+  auto& st = self->state;
+  try {
+    auto win = io::text::read_output_window(st.output_abs, w.p.offset, w.p.limit, job_done);
+    w.resp.send(json_response(200, job_result_json(st.row, st.output_abs, win)));
+  } catch (const io::text::offset_beyond_end& e) {
+    reply_error(w.resp, 400, "invalid_offset",
+                "offset " + std::to_string(e.offset) + " exceeds current file size " +
+                    std::to_string(e.size));
+  } catch (const std::exception& e) {
+    reply_internal(w.resp, e.what());
+  }
+}
+
+// http-api.md §5.2, driven by events and timers instead of a sleep loop.
+void evaluate_waiters(self_ptr self) {
+  auto& st = self->state;
+  if (st.waiters.empty() || st.busy) return;
+  auto size = io::text::file_size_or_zero(st.output_abs);
+  auto now = clock_type::now();
+  bool job_done = done(self);
+  for (auto it = st.waiters.begin(); it != st.waiters.end();) {
+    auto& w = *it;
+    bool answer = false;
+    if (w.p.offset > size) {
+      reply_error(w.resp, 400, "invalid_offset",
+                  "offset " + std::to_string(w.p.offset) + " exceeds current file size " +
+                      std::to_string(size));
+      it = st.waiters.erase(it);
+      continue;
+    }
+    if (size > w.last_size) {
+      w.last_size = size;
+      if (size > w.p.offset) {
+        w.saw_output = true;
+        w.last_growth = now;
+      }
+    }
+    auto idle = std::chrono::duration_cast<clock_type::duration>(
+        std::chrono::duration<double>(w.p.idle_flush_s));
+    if (job_done)
+      answer = true;  // (a) completion: everything from offset, maybe truncated
+    else if (size > w.p.offset && size - w.p.offset > w.p.limit)
+      answer = true;  // (b) a full window is ready
+    else if (size > w.p.offset && w.saw_output && now - w.last_growth >= idle)
+      answer = true;  // (c) output went quiet
+    else if (now >= w.deadline)
+      answer = true;  // (d) timeout
+    if (answer) {
+      answer_window(self, w, job_done);
+      it = st.waiters.erase(it);
+      continue;
+    }
+    auto next = w.deadline;
+    if (size > w.p.offset && w.saw_output) next = std::min(next, w.last_growth + idle);
+    if (!w.tick_at || next < *w.tick_at) {
+      w.tick_at = next;
+      auto delay = std::chrono::duration_cast<std::chrono::microseconds>(next - now) +
+                   std::chrono::microseconds(200);
+      self->delayed_send(self, delay, waiter_tick{w.id});
+    }
+    ++it;
+  }
+}
+
+void add_waiter(self_ptr self, const wait_params& p, responder resp) {
+  auto& st = self->state;
+  auto now = clock_type::now();
+  auto size = io::text::file_size_or_zero(st.output_abs);
+  job_state::waiter w{st.next_waiter_id++,
+                      p,
+                      std::move(resp),
+                      now + std::chrono::duration_cast<clock_type::duration>(
+                                std::chrono::duration<double>(p.timeout_s)),
+                      size,
+                      size > p.offset,
+                      now,
+                      std::nullopt};
+  st.waiters.push_back(std::move(w));
+  evaluate_waiters(self);
+}
+
+void answer_run(self_ptr self) {
+  auto& st = self->state;
+  if (!st.run) return;
+  auto run = std::move(*st.run);
+  st.run.reset();
+  add_waiter(self, run.spec.wait, run.resp);
+}
+
+// ---------------------------------------------------------------- start (runtime.md §3)
+
+void fail_start(self_ptr self, const std::string& message) {
+  auto& st = self->state;
+  st.awaiting_pipe_ready = false;
+  apply(self,
+        transition{"failed", live_statuses, std::string("start_failed"), message, {}, false},
+        [self](store_reply&) {
+          self->state.starting = false;
+          kill_session(self);
+          answer_run(self);
+        });
+}
+
+void open_gate(self_ptr self) {
+  auto& st = self->state;
+  st.awaiting_pipe_ready = false;
+  try {
+    io::fs::write_file(file(self, "start-gate"), "", 0600);
+  } catch (const std::exception& e) {
+    fail_start(self, e.what());
+    return;
+  }
+  apply(self, transition{"running", {"starting"}, {}, {}, {}, true}, [self](store_reply&) {
+    ::unlink(file(self, ".pipe-ready").c_str());
+    self->state.starting = false;
+    answer_run(self);
+    settle(self);
+  });
+}
+
+void await_pipe_ready(self_ptr self) {
+  auto& st = self->state;
+  if (io::fs::exists(file(self, ".pipe-ready"))) {
+    open_gate(self);
+    return;
+  }
+  st.awaiting_pipe_ready = true;
+  self->delayed_send(self, st.cfg.pipe_ready_timeout, pipe_ready_timeout{});
+}
+
+// The sh program tmux pipe-pane runs (runtime.md §3.3): sanitize into output.log, then
+// mark the pipe drained/failed and record the exit through shellctl-runner-exit.
+std::string pipe_command(self_ptr self) {
+  auto& st = self->state;
+  using io::text::sh_quote;
+  auto q = [&](const char* name) { return sh_quote(file(self, name)); };
+  std::string s;
+  s += sh_quote(st.cfg.sanitizer) + " '--ready-file' " + q(".pipe-ready") + " >> " +
+       q("output.log") + " 2> " + q("pipe-error.log") + "; s=$?; ";
+  s += "if [ $s -eq 0 ]; then : > " + q(".pipe-drained") + "; ";
+  s += "if [ -s " + q("runner-exit-code") + " ] && [ -s " + q("runner-ended-at") + " ]; then ";
+  // `read` is a shell builtin: no cat processes on the completion path.
+  s += "read -r c < " + q("runner-exit-code") + "; read -r e < " + q("runner-ended-at") + "; ";
+  s += sh_quote(st.cfg.runner_exit) + " '--state-dir' " + sh_quote(st.cfg.state_dir) +
+       " '--job-id' " + sh_quote(st.row.job_id) + " '--sqlite-busy-timeout-ms' " +
+       sh_quote(std::to_string(st.cfg.sqlite_busy_timeout_ms)) +
+       " --exit-code \"$c\" --ended-at \"$e\" 2>> " + q("pipe-error.log") +
+       " || echo \"runner-exit failed with status $?\" >> " + q("pipe-error.log") + "; ";
+  s += "fi; else : > " + q(".pipe-failed") + "; fi; exit $s";
+  return s;
+}
+
+void attach_pipe(self_ptr self, std::function<void(tmux_reply&)> then) {
+  tmux(self,
+       {"pipe-pane -o -t " + quote(pane(self)) + " " + io::tmux::quote_format(pipe_command(self)),
+        "display-message -p -t " + quote(pane(self)) + " '#{pane_pipe}'"},
+       std::move(then));
+}
+
+void start_session(self_ptr self) {
+  auto& st = self->state;
+  auto& r = st.row;
+  std::string cmd = "new-session -d -P -F '#{pane_pid}' -s " + quote(r.session_name) + " -x " +
+                    std::to_string(r.terminal_cols) + " -y " + std::to_string(r.terminal_rows);
+  for (auto& [k, v] : st.cfg.runner_policy_env) cmd += " -e " + quote(k + "=" + v);
+  cmd += " " + quote(io::text::sh_join({st.cfg.runner_link, st.dir, r.job_id, r.cwd, r.mode}));
+  tmux(
+      self, {cmd},
+      [self](tmux_reply& rep) {
+        auto& st = self->state;
+        if (!rep.ok) {
+          fail_start(self, rep.error);
+          return;
+        }
+        st.session_alive = true;
+        if (!rep.output.empty() && !rep.output[0].empty())
+          st.pane_pid = std::strtol(rep.output[0][0].c_str(), nullptr, 10);
+        if (!is_pty(self)) {
+          open_gate(self);  // stdio: no pipe, no handshake (runtime.md §3.4)
+          return;
+        }
+        attach_pipe(self, [self](tmux_reply& p) {
+          if (!p.ok) {
+            fail_start(self, p.error);
+            return;
+          }
+          if (p.output.size() < 2 || p.output[1].empty() || p.output[1][0] != "1") {
+            fail_start(self, "tmux output pipe is not active after pipe-pane");
+            return;
+          }
+          await_pipe_ready(self);
+        });
+      },
+      r.session_name);
+}
+
+// The job never got a row: leave the registry and stop.
+void abandon(self_ptr self) {
+  self->state.removing = true;
+  self->request(self->state.peers.registry, caf::infinite, job_removed{self->state.row.job_id})
+      .then([self](removal_ack&) { self->quit(); });
+}
+
+void begin_run(self_ptr self) {
+  auto& st = self->state;
+  auto& spec = st.run->spec;
+  // The files first: the runner may start reading them as soon as the session exists.
+  try {
+    io::fs::write_file(file(self, "script"), spec.script, 0600);
+    io::json::writer env;
+    env.begin_object();
+    for (auto& [k, v] : spec.env) env.key(k).value(v);
+    env.end_object();
+    std::string env_json = env.finish();
+    env_json.pop_back();  // the writer's trailing newline is for HTTP bodies
+    io::fs::write_file(file(self, ".job-env.json"), env_json, 0600);
+    io::fs::write_file(st.output_abs, "", 0600);
+  } catch (const std::exception& e) {
+    io::fs::remove_tree(st.dir);
+    reply_internal(st.run->resp, e.what());
+    st.run.reset();
+    abandon(self);
+    return;
+  }
+  store_request(self, caf::make_message(store_insert{st.row}), [self](store_reply& r) {
+    auto& st = self->state;
+    if (!r.ok || !r.changed) {
+      io::fs::remove_tree(st.dir);
+      if (!r.ok)
+        reply_internal(st.run->resp, r.error);
+      else
+        reply_error(st.run->resp, 500, "job_id_collision", "Failed to allocate a unique job id");
+      st.run.reset();
+      abandon(self);
+      return;
+    }
+    apply(self, transition{"starting", {"created"}, {}, {}, {}, false}, [self](store_reply& r2) {
+      if (!r2.ok) {
+        fail_start(self, r2.error);
+        return;
+      }
+      auto& st = self->state;
+      self->request(st.peers.watcher, caf::infinite, watch_dir{st.dir, caf::actor_cast<caf::actor>(self)})
+          .then([self](watch_ack& ack) {
+            if (!ack.ok) {
+              fail_start(self, ack.error);
+              return;
+            }
+            self->state.watching = true;
+            start_session(self);
+          });
+    });
+  });
+}
+
+// ---------------------------------------------------------------- recovery (D8)
+
+void recover(self_ptr self, bool alive) {
+  auto& st = self->state;
+  st.session_alive = alive;
+  st.starting = false;
+  if (done(self)) {
+    if (alive) kill_session(self);  // runtime.md §9.1 step 6
+    settle(self);
+    return;
+  }
+  self->request(st.peers.watcher, caf::infinite, watch_dir{st.dir, caf::actor_cast<caf::actor>(self)})
+      .then([self](watch_ack& ack) {
+        auto& st = self->state;
+        st.watching = ack.ok;
+        if (!st.session_alive) {
+          settle(self);
+          return;
+        }
+        tmux(self, {"display-message -p -t " + quote(pane(self)) + " '#{pane_pid} #{pane_pipe}'"},
+             [self](tmux_reply& r) {
+               auto& st = self->state;
+               if (!r.ok) {
+                 if (io::tmux::is_target_missing(r.error)) st.session_alive = false;
+                 settle(self);
+                 return;
+               }
+               std::string line = r.output.empty() || r.output[0].empty() ? "" : r.output[0][0];
+               st.pane_pid = std::strtol(line.c_str(), nullptr, 10);
+               bool pipe_active = line.size() >= 2 && line.substr(line.size() - 2) == " 1";
+               bool interrupted_start = st.row.status == "created" || st.row.status == "starting";
+               if (interrupted_start) {
+                 // A crash in the middle of a start: finish it rather than leave the
+                 // runner waiting at its gate forever (D8).
+                 st.starting = true;
+                 if (!is_pty(self)) {
+                   open_gate(self);
+                 } else {
+                   attach_pipe(self, [self](tmux_reply& p) {
+                     if (!p.ok)
+                       fail_start(self, p.error);
+                     else
+                       await_pipe_ready(self);
+                   });
+                 }
+                 return;
+               }
+               if (is_pty(self) && !pipe_active &&
+                   !io::fs::exists(io::fs::join(st.dir, ".pipe-drained"))) {
+                 apply(self, transition{"failed", live_statuses, std::string("pipe_failed"),
+                                        std::string("The tmux output pipe stopped while the job "
+                                                    "was still running."),
+                                        {}, false});
+                 return;
+               }
+               settle(self);
+             });
+      });
+}
+
+// ---------------------------------------------------------------- terminate and delete
+
+void begin_terminate(self_ptr self, double grace_s, std::function<void()> then) {
+  auto& st = self->state;
+  st.after_terminate.push_back(std::move(then));
+  if (st.terminating) return;  // a terminate is already under way: share its end
+  st.terminating = true;
+  auto gen = ++st.terminate_generation;
+  apply(self, transition{"terminated", {"created", "starting", "running", "exited"}, {}, {}, {}, false},
+        [self, grace_s, gen](store_reply&) {
+          auto& st = self->state;
+          if (!st.session_alive) {
+            finish_terminate(self);
+            return;
+          }
+          tmux(self, {"send-keys -t " + quote(pane(self)) + " C-c"}, {});
+          if (grace_s <= 0) {
+            finish_terminate(self);
+            return;
+          }
+          self->delayed_send(self,
+                             std::chrono::duration_cast<std::chrono::microseconds>(
+                                 std::chrono::duration<double>(std::min(grace_s, 3600.0))),
+                             terminate_deadline{gen});
+        });
+}
+
+// The process group is gone (session ended) or the grace ran out: make sure nothing of
+// the job survives, then answer.
+void finish_terminate(self_ptr self) {
+  auto& st = self->state;
+  if (!st.terminating) return;
+  st.terminating = false;
+  if (st.session_alive) io::tmux::kill_pane_process_group(st.pane_pid);
+  kill_session(self);
+  auto conts = std::move(st.after_terminate);
+  st.after_terminate.clear();
+  for (auto& c : conts) c();
+}
+
+void remove_job(self_ptr self, std::optional<responder> resp) {
+  auto& st = self->state;
+  if (st.removing) {
+    if (resp) reply_error(*resp, 404, "job_not_found", "Unknown job id");
+    return;
+  }
+  st.removing = true;
+  kill_session(self);
+  self->request(st.peers.store, caf::infinite, store_remove{st.row.job_id})
+      .then([self, resp](store_reply& r) {
+        auto& st = self->state;
+        if (!r.ok) {
+          st.removing = false;
+          if (resp) reply_internal(*resp, r.error);
+          return;
+        }
+        io::fs::remove_tree(st.dir);
+        if (st.watching) self->send(st.peers.watcher, unwatch_dir{st.dir});
+        st.watching = false;
+        self->request(st.peers.registry, caf::infinite, job_removed{st.row.job_id})
+            .then([self, resp, changed = r.changed](removal_ack&) {
+              auto& st = self->state;
+              for (auto& w : st.waiters) reply_error(w.resp, 404, "job_not_found", "Unknown job id");
+              st.waiters.clear();
+              if (resp) {
+                if (changed) {
+                  io::json::writer w;
+                  w.begin_object().key("job_id").value(st.row.job_id).key("deleted").value(true);
+                  w.end_object();
+                  resp->send(json_response(200, w.finish()));
+                } else {
+                  reply_error(*resp, 404, "job_not_found", "Unknown job id");
+                }
+              }
+              self->quit();
+            });
+      });
+}
+
+// ---------------------------------------------------------------- input (runtime.md §3.5)
+
+void deliver_input(self_ptr self, op_input in, responder resp) {
+  auto& st = self->state;
+  if (done(self)) {
+    reply_error(resp, 409, "job_not_running", "Job " + st.row.job_id + " is already terminal");
+    return;
+  }
+  if (!is_pty(self)) {
+    reply_error(resp, 409, "input_unsupported", "stdio jobs do not support input");
+    return;
+  }
+  if (in.text.empty()) {  // pastes nothing; tmux would refuse an empty buffer
+    add_waiter(self, in.p, std::move(resp));
+    return;
+  }
+  std::random_device rd;
+  char rnd[17];
+  std::snprintf(rnd, sizeof rnd, "%08x%08x", rd(), rd());
+  std::string path = io::fs::join(st.cfg.runtime_dir, "shellctl-input-" + st.row.job_id + "-" + rnd);
+  try {
+    io::fs::write_file(path, in.text, 0600);
+  } catch (const std::exception& e) {
+    reply_internal(resp, e.what());
+    return;
+  }
+  std::string buffer = quote("shellctl-in-" + st.row.job_id);
+  tmux(self,
+       {"load-buffer -b " + buffer + " " + quote(path),
+        "paste-buffer -t " + quote(pane(self)) + " -b " + buffer, "delete-buffer -b " + buffer},
+       [self, path, in, resp](tmux_reply& r) {
+         ::unlink(path.c_str());
+         auto& st = self->state;
+         // delete-buffer after a failed paste fails too; only the first error counts.
+         if (!r.ok) {
+           if (io::tmux::is_target_missing(r.error)) {
+             if (done(self))
+               reply_error(resp, 409, "job_not_running",
+                           "Job " + st.row.job_id + " is already terminal");
+             else
+               reply_error(resp, 409, "tmux_target_missing", r.error);
+           } else {
+             reply_error(resp, 500, "tmux_input_failed", r.error);
+           }
+           return;
+         }
+         add_waiter(self, in.p, resp);
+       });
+}
+
+// ---------------------------------------------------------------- dispatch
+
+void handle_call(self_ptr self, job_call& call) {
+  auto& st = self->state;
+  if (st.removing) {
+    reply_error(call.resp, 404, "job_not_found", "Unknown job id");
+    return;
+  }
+  std::visit(
+      [&](auto& op) {
+        using T = std::decay_t<decltype(op)>;
+        if constexpr (std::is_same_v<T, op_wait>) {
+          add_waiter(self, op.p, call.resp);
+        } else if constexpr (std::is_same_v<T, op_tail>) {
+          try {
+            auto win = io::text::read_output_tail(st.output_abs, op.limit);
+            call.resp.send(json_response(200, job_result_json(st.row, st.output_abs, win)));
+          } catch (const std::exception& e) {
+            reply_internal(call.resp, e.what());
+          }
+        } else if constexpr (std::is_same_v<T, op_status>) {
+          reply_status(self, call.resp);
+        } else if constexpr (std::is_same_v<T, op_input>) {
+          deliver_input(self, op, call.resp);
+        } else if constexpr (std::is_same_v<T, op_terminate>) {
+          if (done(self)) {
+            kill_session(self);
+            reply_status(self, call.resp);
+            return;
+          }
+          begin_terminate(self, op.grace_s, [self, resp = call.resp] { reply_status(self, resp); });
+        } else if constexpr (std::is_same_v<T, op_delete>) {
+          if (!done(self) && !op.force) {
+            reply_error(call.resp, 409, "job_running", "Job " + st.row.job_id + " is still running");
+            return;
+          }
+          if (!done(self)) {
+            begin_terminate(self, op.grace_s, [self, resp = call.resp] { remove_job(self, resp); });
+            return;
+          }
+          remove_job(self, call.resp);
+        }
+      },
+      call.op);
+}
+
+}  // namespace
+
+caf::behavior job_actor(caf::stateful_actor<job_state>* self, job_settings cfg, job_peers peers,
+                        job_row row, std::optional<run_call> run) {
+  auto& st = self->state;
+  st.cfg = std::move(cfg);
+  st.peers = std::move(peers);
+  st.row = std::move(row);
+  st.dir = io::fs::join(st.cfg.state_dir, "jobs/" + st.row.job_id);
+  st.output_abs = io::fs::join(st.cfg.state_dir, st.row.output_path);
+  if (run) {
+    st.run = std::move(run);
+    st.starting = true;
+    begin_run(self);
+  }
+  return {
+      [self](job_call& call) { handle_call(self, call); },
+      [self](info_request&) -> job_info {
+        auto& r = self->state.row;
+        return {r.job_id, r.status, r.created_at, r.started_at, r.ended_at};
+      },
+      [self](dir_changed& m) {
+        auto& st = self->state;
+        if (st.awaiting_pipe_ready && m.names.count(".pipe-ready")) open_gate(self);
+        static const char* const state_files[] = {"runner-exit-code", "runner-ended-at",
+                                                  ".pipe-drained", ".pipe-failed"};
+        for (auto f : state_files)
+          if (m.names.count(f)) {
+            settle(self);
+            break;
+          }
+        evaluate_waiters(self);
+      },
+      [self](session_gone&) {
+        auto& st = self->state;
+        st.session_alive = false;
+        if (st.terminating) finish_terminate(self);
+        settle(self);
+        evaluate_waiters(self);
+      },
+      [self](recover_job& m) { recover(self, m.session_alive); },
+      [self](waiter_tick& m) {
+        for (auto& w : self->state.waiters)
+          if (w.id == m.waiter_id) w.tick_at.reset();
+        evaluate_waiters(self);
+      },
+      [self](pipe_ready_timeout&) {
+        if (self->state.awaiting_pipe_ready)
+          fail_start(self, "timed out waiting for pipe ready (10s)");
+      },
+      [self](terminate_deadline& m) {
+        if (m.generation == self->state.terminate_generation) finish_terminate(self);
+      },
+      [self](finalizer_timeout&) {
+        self->state.finalizer_expired = true;
+        settle(self);
+      },
+      [self](collect_if_expired& m) {
+        auto& st = self->state;
+        if (done(self) && st.row.ended_at && *st.row.ended_at <= m.cutoff && !st.busy)
+          remove_job(self, std::nullopt);
+      },
+      [self](shutdown_jobs&) {
+        // Server shutdown: the job keeps running in tmux; open long-polls get what exists.
+        for (auto& w : self->state.waiters) answer_window(self, w, done(self));
+        self->state.waiters.clear();
+        self->quit();
+      },
+  };
+}
+
+}  // namespace shellctl::actors

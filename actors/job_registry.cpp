@@ -1,0 +1,200 @@
+#include "actors/job_registry.hpp"
+
+#include <sys/random.h>
+
+#include <algorithm>
+#include <memory>
+
+#include "actors/api_views.hpp"
+#include "io/fs/files.hpp"
+#include "io/text/clock.hpp"
+
+namespace shellctl::actors {
+namespace {
+
+using self_ptr = caf::stateful_actor<job_registry_state>*;
+
+std::string random_job_id() {
+  unsigned char bytes[8];
+  size_t got = 0;
+  while (got < sizeof bytes) {
+    ssize_t n = getrandom(bytes + got, sizeof bytes - got, 0);
+    if (n > 0) got += static_cast<size_t>(n);
+  }
+  static const char hex[] = "0123456789abcdef";
+  std::string id;
+  for (unsigned char b : bytes) {
+    id += hex[b >> 4];
+    id += hex[b & 15];
+  }
+  return id;
+}
+
+caf::actor spawn_job(self_ptr self, job_row row, std::optional<run_call> run) {
+  auto& st = self->state;
+  auto id = row.job_id;
+  auto job = self->spawn(job_actor, st.cfg, st.peers, std::move(row), std::move(run));
+  st.jobs[id] = job;
+  return job;
+}
+
+void admit(self_ptr self, run_call& call) {
+  auto& st = self->state;
+  auto& spec = call.spec;
+  // cwd: absent/empty means the server's HOME; relative paths resolve against the
+  // server's working directory; cleaned, symlinks kept (http-api.md §5.1).
+  std::string given = spec.cwd.empty() ? st.cfg.default_cwd : spec.cwd;
+  std::string cwd = io::fs::absolute_clean(given);
+  if (given.empty() || !io::fs::is_dir(cwd)) {
+    call.resp.send(error_response(400, "invalid_cwd", "cwd is not a directory: " + given));
+    return;
+  }
+  std::string id;
+  for (int attempt = 0; attempt < 20 && id.empty(); ++attempt) {
+    std::string candidate = random_job_id();
+    try {
+      if (io::fs::make_dir(io::fs::join(st.cfg.state_dir, "jobs/" + candidate), 0700))
+        id = candidate;
+    } catch (const std::exception& e) {
+      call.resp.send(error_response(500, "internal_error", e.what()));
+      return;
+    }
+  }
+  if (id.empty()) {
+    call.resp.send(error_response(500, "job_id_collision", "Failed to allocate a unique job id"));
+    return;
+  }
+  job_row row;
+  row.job_id = id;
+  row.script_path = "jobs/" + id + "/script";
+  row.output_path = "jobs/" + id + "/output.log";
+  row.cwd = cwd;
+  row.terminal_cols = spec.cols;
+  row.terminal_rows = spec.rows;
+  row.status = "created";
+  row.session_name = "shellctl-" + id;
+  row.pane_target = "shellctl-" + id + ":0.0";
+  row.created_at = io::text::utc_now();
+  row.updated_at = row.created_at;
+  row.mode = spec.mode;
+  st.newest_first.push_front(id);
+  spawn_job(self, std::move(row), std::move(call));
+}
+
+// GET /v1/jobs: every job actor reports its (materialized) state; the answer keeps the
+// creation order, applies the status filter, then the limit (http-api.md §5.6).
+void list(self_ptr self, list_call& call) {
+  auto& st = self->state;
+  struct collector {
+    std::vector<std::optional<job_info>> infos;
+    std::size_t outstanding;
+    list_call call;
+  };
+  std::vector<std::pair<std::size_t, caf::actor>> targets;
+  std::size_t index = 0;
+  for (auto& id : st.newest_first) {
+    auto it = st.jobs.find(id);
+    if (it != st.jobs.end()) targets.emplace_back(index++, it->second);
+  }
+  auto col = std::make_shared<collector>(collector{std::vector<std::optional<job_info>>(index),
+                                                   targets.size(), std::move(call)});
+  auto finish = [col] {
+    std::vector<job_info> out;
+    for (auto& i : col->infos) {
+      if (!i) continue;  // vanished meanwhile
+      if (col->call.status && i->status != *col->call.status) continue;
+      out.push_back(std::move(*i));
+      if (out.size() >= col->call.limit) break;
+    }
+    col->call.resp.send(json_response(200, job_list_json(out)));
+  };
+  if (targets.empty()) {
+    finish();
+    return;
+  }
+  for (auto& [i, job] : targets) {
+    self->request(job, std::chrono::seconds(30), info_request{})
+        .then(
+            [col, i = i, finish](job_info& info) {
+              col->infos[i] = std::move(info);
+              if (--col->outstanding == 0) finish();
+            },
+            [col, finish](caf::error&) {
+              if (--col->outstanding == 0) finish();
+            });
+  }
+}
+
+}  // namespace
+
+caf::behavior job_registry(caf::stateful_actor<job_registry_state>* self, job_settings cfg,
+                           caf::actor store, caf::actor tmux, caf::actor watcher) {
+  auto& st = self->state;
+  st.cfg = std::move(cfg);
+  st.peers = job_peers{std::move(store), std::move(tmux), std::move(watcher),
+                       caf::actor_cast<caf::actor>(self)};
+  return {
+      [self](run_call& call) { admit(self, call); },
+      [self](job_call& call) {
+        auto it = self->state.jobs.find(call.job_id);
+        if (it == self->state.jobs.end()) {
+          call.resp.send(error_response(404, "job_not_found", "Unknown job id"));
+          return;
+        }
+        self->send(it->second, std::move(call));
+      },
+      [self](list_call& call) { list(self, call); },
+      [self](sessions_gone& m) {
+        for (auto& name : m.names) {
+          if (name.rfind("shellctl-", 0) != 0) continue;
+          auto it = self->state.jobs.find(name.substr(9));
+          if (it != self->state.jobs.end()) self->send(it->second, session_gone{});
+        }
+      },
+      [self](job_removed& m) -> removal_ack {
+        auto& st = self->state;
+        st.jobs.erase(m.job_id);
+        auto it = std::find(st.newest_first.begin(), st.newest_first.end(), m.job_id);
+        if (it != st.newest_first.end()) st.newest_first.erase(it);
+        return {};
+      },
+      [self](recover_all&) -> caf::result<store_rows> {
+        auto rp = self->make_response_promise<store_rows>();
+        self->request(self->state.peers.store, caf::infinite, store_load_all{})
+            .then([self, rp](store_rows& rows) mutable {
+              if (!rows.ok) {
+                rp.deliver(rows);
+                return;
+              }
+              self->request(self->state.peers.tmux, caf::infinite, list_sessions_request{})
+                  .then([self, rp, rows](session_list& sessions) mutable {
+                    for (auto& row : rows.rows) {
+                      if (self->state.jobs.count(row.job_id)) continue;
+                      bool alive = sessions.names.count(row.session_name) > 0;
+                      self->state.newest_first.push_back(row.job_id);
+                      auto job = spawn_job(self, row, std::nullopt);
+                      self->send(job, recover_job{alive});
+                    }
+                    store_rows summary;
+                    summary.ok = sessions.ok;
+                    summary.error = sessions.error;
+                    rp.deliver(summary);
+                  });
+            });
+        return rp;
+      },
+      [self](collect_jobs& m) {
+        for (auto& id : m.ids) {
+          auto it = self->state.jobs.find(id);
+          if (it != self->state.jobs.end()) self->send(it->second, collect_if_expired{m.cutoff});
+        }
+      },
+      [self](shutdown_jobs&) {
+        for (auto& [id, job] : self->state.jobs) self->send(job, shutdown_jobs{});
+        self->state.jobs.clear();
+        self->quit();
+      },
+  };
+}
+
+}  // namespace shellctl::actors

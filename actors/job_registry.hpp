@@ -1,0 +1,27 @@
+#pragma once
+// job_registry: knows which jobs exist. Admits new jobs (cwd check, id and directory
+// allocation), routes requests to the job's actor, lists jobs by asking each actor, and
+// fans tmux session-end events out to the job actors. It holds no job state itself:
+// every status question goes to the job_actor that owns it.
+#include <deque>
+#include <map>
+#include <string>
+
+#include "actors/job_actor.hpp"
+#include "actors/messages.hpp"
+#include "actors/settings.hpp"
+
+namespace shellctl::actors {
+
+struct job_registry_state {
+  static inline const char* name = "job_registry";
+  job_settings cfg;
+  job_peers peers;  // `registry` is this actor
+  std::map<std::string, caf::actor> jobs;
+  std::deque<std::string> newest_first;  // creation order for GET /v1/jobs
+};
+
+caf::behavior job_registry(caf::stateful_actor<job_registry_state>* self, job_settings cfg,
+                           caf::actor store, caf::actor tmux, caf::actor watcher);
+
+}  // namespace shellctl::actors

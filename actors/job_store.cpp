@@ -1,0 +1,82 @@
+#include "actors/job_store.hpp"
+
+#include "io/text/clock.hpp"
+
+namespace shellctl::actors {
+
+using io::store::db_error;
+
+namespace {
+// Runs one DB operation and folds SQLite failures into the reply, so a full disk
+// becomes a 500 for that request instead of a dead actor.
+template <class F>
+store_reply guarded(F f) {
+  try {
+    return f();
+  } catch (const std::exception& e) {
+    store_reply r;
+    r.ok = false;
+    r.error = e.what();
+    return r;
+  }
+}
+}  // namespace
+
+caf::behavior job_store(caf::event_based_actor* self, std::shared_ptr<io::store::jobs_db> db) {
+  return {
+      [db](store_insert& m) {
+        return guarded([&] {
+          store_reply r;
+          r.changed = db->insert(m.row);
+          r.row = db->get(m.row.job_id);
+          return r;
+        });
+      },
+      [db](store_apply& m) {
+        return guarded([&] {
+          store_reply r;
+          r.changed = db->apply(m.job_id, m.t, io::text::utc_now());
+          r.row = db->get(m.job_id);
+          return r;
+        });
+      },
+      [db](store_record_exit& m) {
+        return guarded([&] {
+          store_reply r;
+          r.changed = db->record_exit_server(m.job_id, m.code, m.ended_at) ==
+                      io::store::record_result::recorded;
+          r.row = db->get(m.job_id);
+          return r;
+        });
+      },
+      [db](store_remove& m) {
+        return guarded([&] {
+          store_reply r;
+          r.changed = db->remove(m.job_id);
+          return r;
+        });
+      },
+      [db](store_load_all&) {
+        store_rows r;
+        try {
+          r.rows = db->list_all();
+        } catch (const std::exception& e) {
+          r.ok = false;
+          r.error = e.what();
+        }
+        return r;
+      },
+      [db](store_expired& m) {
+        store_ids r;
+        try {
+          r.ids = db->expired_ids(m.cutoff);
+        } catch (const std::exception&) {
+          // GC is best effort: the next tick tries again.
+        }
+        return r;
+      },
+      [self](shutdown_jobs&) { self->quit(); },
+  };
+}
+
+}  // namespace shellctl::actors

@@ -1,0 +1,82 @@
+#include "actors/routes.hpp"
+
+#include <vector>
+
+namespace shellctl::actors {
+namespace {
+
+std::vector<std::string_view> split_path(std::string_view path) {
+  std::vector<std::string_view> segs;
+  if (path.empty() || path[0] != '/') return segs;
+  size_t i = 1;
+  while (true) {
+    size_t j = path.find('/', i);
+    segs.push_back(path.substr(i, j == std::string_view::npos ? std::string_view::npos : j - i));
+    if (j == std::string_view::npos) break;
+    i = j + 1;
+  }
+  return segs;
+}
+
+struct candidate {
+  std::string_view method;
+  route id;
+};
+
+}  // namespace
+
+route_match match_route(std::string_view method, std::string_view path) {
+  // HEAD is served by GET routes, as Go's mux does.
+  std::string_view m = method == "HEAD" ? std::string_view("GET") : method;
+  auto segs = split_path(path);
+  // At most three methods share a path; a fixed array keeps this allocation-free.
+  candidate cands[3];
+  size_t n = 0;
+  auto add = [&](std::string_view meth, route id) { cands[n++] = candidate{meth, id}; };
+  std::string job_id;
+  auto is = [&](size_t i, std::string_view s) { return segs.size() > i && segs[i] == s; };
+  if (segs.size() == 1 && segs[0] == "healthz") {
+    add("GET", route::healthz);
+  } else if (segs.size() >= 2 && is(0, "v1") && is(1, "jobs")) {
+    if (segs.size() == 2) {
+      add("GET", route::list);
+    } else if (!segs[2].empty()) {
+      job_id = std::string(segs[2]);
+      if (segs.size() == 3) {
+        add("GET", route::status);
+        add("DELETE", route::remove);
+        // POST /v1/jobs/run is its own route; other methods on it fall to {job_id}.
+        if (segs[2] == "run") add("POST", route::run);
+      } else if (segs.size() == 4 && segs[3] == "wait") {
+        add("POST", route::wait);
+      } else if (segs.size() == 4 && segs[3] == "input") {
+        add("POST", route::input);
+      } else if (segs.size() == 4 && segs[3] == "terminate") {
+        add("POST", route::terminate);
+      } else if (segs.size() == 5 && segs[3] == "log" && segs[4] == "tail") {
+        add("GET", route::tail);
+      }
+    }
+  }
+  route_match r;
+  if (n == 0) return r;
+  for (size_t i = 0; i < n; ++i) {
+    auto& c = cands[i];
+    if (c.method == m) {
+      r.result = route_match::kind::found;
+      r.id = c.id;
+      if (c.id != route::run) r.job_id = job_id;
+      return r;
+    }
+  }
+  r.result = route_match::kind::method_not_allowed;
+  for (size_t i = 0; i < n; ++i) {
+    auto& c = cands[i];
+    if (!r.allow.empty()) r.allow += ", ";
+    r.allow += c.method;
+    if (c.method == "GET") r.allow += ", HEAD";
+  }
+  return r;
+}
+
+}  // namespace shellctl::actors

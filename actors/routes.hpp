@@ -1,0 +1,21 @@
+#pragma once
+// The route table of http-api.md §3 as a pure function, so the router actor, its unit
+// tests and the HTTP fuzzer share one definition. Decision D11: unknown paths are 404
+// not_found, a known path with the wrong method is 405 method_not_allowed.
+#include <string>
+#include <string_view>
+
+namespace shellctl::actors {
+
+enum class route { healthz, run, wait, tail, status, list, input, terminate, remove };
+
+struct route_match {
+  enum class kind { found, not_found, method_not_allowed } result = kind::not_found;
+  route id = route::healthz;
+  std::string job_id;  // the {job_id} path segment, verbatim
+  std::string allow;   // for 405: the methods the path accepts
+};
+
+route_match match_route(std::string_view method, std::string_view path);
+
+}  // namespace shellctl::actors

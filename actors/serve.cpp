@@ -1,0 +1,143 @@
+#include "actors/serve.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+
+#include "actors/fs_watcher.hpp"
+#include "actors/job_registry.hpp"
+#include "actors/job_store.hpp"
+#include "actors/retention_gc.hpp"
+#include "actors/router.hpp"
+#include "actors/tmux_server.hpp"
+#include "io/fs/files.hpp"
+#include "io/http/server.hpp"
+
+namespace shellctl::actors {
+namespace {
+
+bool executable(const std::string& path) { return ::access(path.c_str(), X_OK) == 0; }
+
+std::string own_dir() {
+  char buf[4096];
+  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return {};
+  std::string exe(buf, static_cast<size_t>(n));
+  return exe.substr(0, exe.rfind('/'));
+}
+
+// A helper binary: next to our own executable first, then PATH (runtime.md §9.1).
+std::string find_helper(const std::string& name, bool bare_fallback) {
+  auto dir = own_dir();
+  if (!dir.empty() && executable(dir + "/" + name)) return dir + "/" + name;
+  if (const char* path = std::getenv("PATH")) {
+    std::string p = path;
+    size_t i = 0;
+    while (i <= p.size()) {
+      size_t j = p.find(':', i);
+      if (j == std::string::npos) j = p.size();
+      std::string candidate = p.substr(i, j - i) + "/" + name;
+      if (j > i && executable(candidate)) return bare_fallback ? name : candidate;
+      i = j + 1;
+    }
+  }
+  return bare_fallback ? name : std::string();
+}
+
+void install_runner(const std::string& link) {
+  ::unlink(link.c_str());
+  auto target = find_helper("shellctl-runner", false);
+  if (target.empty()) {
+    std::fprintf(stderr, "shellctl: warning: shellctl-runner not found; jobs will fail to start\n");
+    return;
+  }
+  if (::symlink(target.c_str(), link.c_str()) == 0) return;
+  // A file system without symlinks gets the original's two-line wrapper.
+  io::fs::write_file(link, "#!/bin/sh\nexec '" + target + "' \"$@\"\n", 0755);
+}
+
+}  // namespace
+
+int serve(const io::config::serve_config& cfg) {
+  job_settings js;
+  js.state_dir = io::fs::absolute_clean(cfg.state_dir);
+  js.runtime_dir = js.state_dir + "/runtime";  // D10: --state-dir moves it too
+  js.tmux_socket = js.runtime_dir + "/tmux.sock";
+  js.runner_link = js.runtime_dir + "/bin/shellctl-runner";
+  js.sanitizer = find_helper("shellctl-sanitize-pty", true);
+  js.runner_exit = find_helper("shellctl-runner-exit", true);
+  js.default_cwd = cfg.home;
+  js.runner_policy_env = cfg.isolation_env;
+
+  std::shared_ptr<io::store::jobs_db> db;
+  try {
+    for (auto& d : {js.state_dir, js.runtime_dir, js.state_dir + "/jobs", js.runtime_dir + "/bin"}) {
+      io::fs::make_dirs(d, 0700);
+    }
+    db = std::make_shared<io::store::jobs_db>(js.state_dir + "/shellctl.db",
+                                              js.sqlite_busy_timeout_ms,
+                                              io::store::jobs_db::open_mode::create_schema);
+    install_runner(js.runner_link);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "shellctl: initialize: %s\n", e.what());
+    return 1;
+  }
+
+  caf::actor_system_config sys_cfg;
+  caf::actor_system sys{sys_cfg};
+  auto store = sys.spawn<caf::detached>(job_store, db);
+  db.reset();  // the store's thread is the only user from here on
+  auto tmux = sys.spawn(tmux_server, js.tmux_socket, cfg.tmux_env);
+  auto watcher = sys.spawn(fs_watcher);
+  auto registry = sys.spawn(job_registry, js, store, tmux, watcher);
+  auto rtr = sys.spawn(router, router_config{cfg.token}, registry);
+  auto gc = sys.spawn(retention_gc, retention_settings{cfg.retention, cfg.gc_interval}, store,
+                      registry);
+  auto stop_all = [&] {
+    for (auto& a : {rtr, gc, registry, watcher, tmux, store}) caf::anon_send(a, shutdown_jobs{});
+  };
+
+  int rc = 0;
+  {
+    caf::scoped_actor self{sys};
+    std::string failure;
+    self->request(tmux, caf::infinite, tmux_start{registry})
+        .receive([&](tmux_reply& r) { if (!r.ok) failure = "tmux: " + r.error; },
+                 [&](caf::error& e) { failure = "tmux: " + sys.render(e); });
+    if (failure.empty()) {
+      // D8: every row is settled against tmux and the files before we serve.
+      self->request(registry, caf::infinite, recover_all{})
+          .receive([&](store_rows& r) { if (!r.ok) failure = "recover: " + r.error; },
+                   [&](caf::error& e) { failure = "recover: " + sys.render(e); });
+    }
+    if (!failure.empty()) {
+      std::fprintf(stderr, "shellctl: initialize: %s\n", failure.c_str());
+      stop_all();
+      return 1;
+    }
+  }
+  caf::anon_send(gc, gc_tick{});  // GC once at startup, then every interval
+
+  io::http::server_config http_cfg;
+  http_cfg.host = cfg.listen_host;
+  http_cfg.port = cfg.listen_port;
+  io::http::server front(http_cfg, [rtr](io::http::request&& req, io::http::responder resp) {
+    caf::anon_send(rtr, http_call{std::move(req), std::move(resp)});
+  });
+  try {
+    front.listen();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "shellctl: %s\n", e.what());
+    stop_all();
+    return 1;
+  }
+  std::fprintf(stderr, "shellctl serving on %s\n", cfg.listen_text.c_str());
+  front.run();
+  stop_all();
+  return rc;
+}
+
+}  // namespace shellctl::actors

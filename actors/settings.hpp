@@ -1,0 +1,34 @@
+#pragma once
+// Immutable settings every job needs, resolved once at startup by `shellctl serve`.
+// Each actor holds its own copy: nothing here is shared or mutated after start.
+#include <chrono>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace shellctl::actors {
+
+struct job_settings {
+  std::string state_dir;    // S (absolute)
+  std::string runtime_dir;  // R = S/runtime (decision D10)
+  std::string tmux_socket;  // R/tmux.sock
+  std::string runner_link;  // R/bin/shellctl-runner
+  std::string sanitizer;    // shellctl-sanitize-pty: absolute when found next to shellctl
+  std::string runner_exit;  // shellctl-runner-exit: likewise
+  std::string default_cwd;  // the server's HOME
+  int sqlite_busy_timeout_ms = 5000;
+  // Path-isolation settings from the server's own environment (decision D7), handed to
+  // the runner with `tmux new-session -e NAME=value`; only the ones that are set.
+  std::vector<std::pair<std::string, std::string>> runner_policy_env;
+  std::chrono::milliseconds pipe_ready_timeout{10000};
+  // How long a PTY job whose runner exited may wait for the output pipe's finalizer
+  // before the exit is recorded without it (decision D8: never stuck).
+  std::chrono::milliseconds finalizer_grace{10000};
+};
+
+struct retention_settings {
+  std::chrono::nanoseconds retention = std::chrono::hours(24);
+  std::chrono::nanoseconds interval = std::chrono::seconds(60);
+};
+
+}  // namespace shellctl::actors

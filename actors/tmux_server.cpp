@@ -1,0 +1,216 @@
+#include "actors/tmux_server.hpp"
+
+#include <chrono>
+
+namespace shellctl::actors {
+namespace {
+
+using state_ptr = caf::stateful_actor<tmux_server_state>*;
+
+void refresh_sessions(state_ptr self);
+
+// Sends the lines and queues one pending entry expecting one block per line.
+void submit(state_ptr self, std::vector<std::string> lines, std::string creates_session,
+            std::function<void(tmux_reply&)> done) {
+  auto& st = self->state;
+  tmux_server_state::pending_command pc{lines.size(), {}, std::move(creates_session),
+                                        std::move(done)};
+  if (!st.client || lines.empty()) {
+    pc.reply.ok = lines.empty();
+    if (!pc.reply.ok) pc.reply.error = "no server running (tmux control client is restarting)";
+    pc.done(pc.reply);
+    return;
+  }
+  for (auto& l : lines) {
+    if (!st.client->send(l)) {
+      pc.reply.ok = false;
+      pc.reply.error = "failed to connect to tmux: control client gone";
+      pc.done(pc.reply);
+      return;
+    }
+  }
+  st.pending.push_back(std::move(pc));
+}
+
+void finish_block(state_ptr self, bool ok) {
+  auto& st = self->state;
+  if (!st.block_is_ours || st.pending.empty()) return;
+  auto& pc = st.pending.front();
+  if (!ok && pc.reply.ok) {
+    pc.reply.ok = false;
+    std::string text;
+    for (auto& l : st.block_lines) text += (text.empty() ? "" : "\n") + l;
+    pc.reply.error = text.empty() ? "tmux command failed" : text;
+  }
+  // A new-session that succeeded (first line) is tracked from now on.
+  if (ok && pc.reply.output.empty() && !pc.creates_session.empty())
+    st.known.insert(pc.creates_session);
+  pc.reply.output.push_back(std::move(st.block_lines));
+  st.block_lines.clear();
+  if (--pc.remaining == 0) {
+    auto done = std::move(pc.done);
+    auto reply = std::move(pc.reply);
+    st.pending.pop_front();
+    done(reply);
+  }
+}
+
+void on_lines(state_ptr self, std::vector<std::string>& lines) {
+  auto& st = self->state;
+  for (auto& line : lines) {
+    if (st.in_block) {
+      bool is_end = line.rfind("%end ", 0) == 0;
+      bool is_error = line.rfind("%error ", 0) == 0;
+      // Output could itself contain "%end ...": only the exact arguments of the open
+      // %begin close the block.
+      if ((is_end && line.substr(5) == st.block_args) ||
+          (is_error && line.substr(7) == st.block_args)) {
+        st.in_block = false;
+        finish_block(self, is_end);
+      } else {
+        st.block_lines.push_back(std::move(line));
+      }
+      continue;
+    }
+    if (line.rfind("%begin ", 0) == 0) {
+      st.in_block = true;
+      st.block_args = line.substr(7);
+      // Blocks with flags 0 answer commands that did not come from our stdin (the
+      // client's own new-session/attach): they are not in the FIFO.
+      st.block_is_ours = st.block_args.size() < 2 ||
+                         st.block_args.compare(st.block_args.size() - 2, 2, " 0") != 0;
+      st.block_lines.clear();
+    } else if (line == "%sessions-changed") {
+      refresh_sessions(self);
+    }
+    // Other notifications (%window-add, %exit, ...) carry nothing we need.
+  }
+}
+
+void deliver_list(state_ptr self, session_list& result) {
+  auto waiters = std::move(self->state.list_waiters);
+  self->state.list_waiters.clear();
+  for (auto& w : waiters) w(result);
+}
+
+// Lists the sessions and reports the ones that disappeared. Coalesces bursts: while a
+// listing is in flight, further changes only request one more listing afterwards.
+void refresh_sessions(state_ptr self) {
+  auto& st = self->state;
+  if (st.list_in_flight) {
+    st.list_again = true;
+    return;
+  }
+  st.list_in_flight = true;
+  submit(self, {"list-sessions -F '#{session_name}'"}, "", [self](tmux_reply& r) {
+    auto& st = self->state;
+    st.list_in_flight = false;
+    session_list result;
+    if (r.ok) {
+      for (auto& l : r.output[0]) result.names.insert(l);
+      std::vector<std::string> gone;
+      for (auto& k : st.known)
+        if (!result.names.count(k)) gone.push_back(k);
+      st.known = result.names;
+      if (!gone.empty() && st.registry) self->send(st.registry, sessions_gone{std::move(gone)});
+    } else {
+      result.ok = false;
+      result.error = r.error;
+    }
+    deliver_list(self, result);
+    if (st.list_again) {
+      st.list_again = false;
+      refresh_sessions(self);
+    }
+  });
+}
+
+bool start_client(state_ptr self, std::string& error) {
+  auto& st = self->state;
+  auto gen = ++st.generation;
+  caf::actor me = caf::actor_cast<caf::actor>(self);
+  try {
+    st.client = std::make_unique<io::tmux::control_client>(
+        st.socket, st.env,
+        [me](std::vector<std::string> lines) { caf::anon_send(me, tmux_lines{std::move(lines)}); },
+        [me, gen] { caf::anon_send(me, tmux_client_exited{gen}); });
+  } catch (const std::exception& e) {
+    error = e.what();
+    return false;
+  }
+  st.in_block = false;
+  return true;
+}
+
+}  // namespace
+
+caf::behavior tmux_server(caf::stateful_actor<tmux_server_state>* self, std::string socket,
+                          std::vector<std::string> env) {
+  self->state.socket = std::move(socket);
+  self->state.env = std::move(env);
+  return {
+      [self](tmux_start& m) -> caf::result<tmux_reply> {
+        self->state.registry = m.registry;
+        std::string error;
+        if (!start_client(self, error)) return tmux_reply{false, error, {}};
+        auto rp = self->make_response_promise<tmux_reply>();
+        // exit-empty off keeps the server up with zero job sessions (runtime.md §3.1).
+        submit(self, {"set-option -g exit-empty off"}, "",
+               [self, rp](tmux_reply& r) mutable {
+                 rp.deliver(r);
+                 refresh_sessions(self);
+               });
+        return rp;
+      },
+      [self](tmux_command& m) -> caf::result<tmux_reply> {
+        auto rp = self->make_response_promise<tmux_reply>();
+        submit(self, std::move(m.lines), std::move(m.creates_session),
+               [rp](tmux_reply& r) mutable { rp.deliver(r); });
+        return rp;
+      },
+      [self](list_sessions_request&) -> caf::result<session_list> {
+        auto rp = self->make_response_promise<session_list>();
+        self->state.list_waiters.push_back([rp](session_list& l) mutable { rp.deliver(l); });
+        // A fresh listing: one in flight may predate the caller's question.
+        if (self->state.list_in_flight)
+          self->state.list_again = true;
+        else
+          refresh_sessions(self);
+        return rp;
+      },
+      [self](tmux_lines& m) { on_lines(self, m.lines); },
+      [self](tmux_client_exited& m) {
+        auto& st = self->state;
+        if (m.generation != st.generation) return;
+        st.client.reset();
+        // Every command in flight died with the tmux server.
+        auto pending = std::move(st.pending);
+        st.pending.clear();
+        for (auto& pc : pending) {
+          pc.reply.ok = false;
+          pc.reply.error = "server exited unexpectedly";
+          pc.done(pc.reply);
+        }
+        st.list_in_flight = false;
+        std::vector<std::string> gone(st.known.begin(), st.known.end());
+        st.known.clear();
+        if (!gone.empty() && st.registry) self->send(st.registry, sessions_gone{std::move(gone)});
+        std::string error;
+        if (start_client(self, error)) {
+          submit(self, {"set-option -g exit-empty off"}, "", [self](tmux_reply&) {
+            refresh_sessions(self);
+          });
+        } else {
+          // Try again shortly; requests meanwhile fail as "no server running".
+          self->delayed_send(self, std::chrono::milliseconds(200),
+                             tmux_client_exited{st.generation});
+        }
+      },
+      [self](shutdown_jobs&) {
+        self->state.client.reset();
+        self->quit();
+      },
+  };
+}
+
+}  // namespace shellctl::actors

@@ -1,0 +1,50 @@
+#pragma once
+// tmux_server: owns the one tmux control-mode client. Serialises command lines, matches
+// the %begin/%end blocks to the requests in FIFO order, and turns %sessions-changed into
+// `sessions_gone` notices for the registry (events instead of per-job probes, D12).
+// When the tmux server dies the client's stdout closes: every known session is reported
+// gone and a new client (and tmux server) is started.
+#include <deque>
+#include <functional>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "actors/messages.hpp"
+#include "io/tmux/control_client.hpp"
+
+namespace shellctl::actors {
+
+struct tmux_server_state {
+  static inline const char* name = "tmux_server";
+
+  struct pending_command {
+    std::size_t remaining;  // blocks still expected
+    tmux_reply reply;
+    std::string creates_session;
+    std::function<void(tmux_reply&)> done;
+  };
+
+  std::string socket;
+  std::vector<std::string> env;  // environment for the tmux server (D10)
+  caf::actor registry;
+  std::unique_ptr<io::tmux::control_client> client;
+  std::uint64_t generation = 0;
+  std::deque<pending_command> pending;
+  // Block parsing.
+  bool in_block = false;
+  bool block_is_ours = false;
+  std::string block_args;  // "<time> <n> <flags>" of the open %begin
+  std::vector<std::string> block_lines;
+  // Session tracking.
+  std::set<std::string> known;
+  bool list_in_flight = false;
+  bool list_again = false;
+  std::vector<std::function<void(session_list&)>> list_waiters;
+};
+
+caf::behavior tmux_server(caf::stateful_actor<tmux_server_state>* self, std::string socket,
+                          std::vector<std::string> env);
+
+}  // namespace shellctl::actors

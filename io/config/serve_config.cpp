@@ -1,0 +1,176 @@
+#include "io/config/serve_config.hpp"
+
+#include <cctype>
+#include <cstdlib>
+#include <map>
+#include <optional>
+
+#include "io/text/go_duration.hpp"
+
+namespace shellctl::io::config {
+namespace {
+
+const char* usage_text =
+    "Usage: shellctl serve [flags]\n"
+    "  -listen string\n"
+    "    \taddress to listen on (default \"127.0.0.1:8765\")\n"
+    "  -require-auth-token\n"
+    "    \trefuse to start without a non-blank auth token\n"
+    "  -state-dir string\n"
+    "    \tstate directory (default $XDG_DATA_HOME/shellctl or ~/.local/share/shellctl)\n"
+    "  -token string\n"
+    "    \tbearer token (default $SHELLCTL_AUTH_TOKEN)\n";
+
+bool blank(const std::string& s) {
+  for (unsigned char c : s)
+    if (!std::isspace(c)) return false;
+  return true;
+}
+
+// Go duration env setting: unset/blank = default; unparsable or <= 0 is fatal.
+bool duration_setting(const std::map<std::string, std::string>& env, const char* name,
+                      std::chrono::nanoseconds& out, std::string& message) {
+  auto it = env.find(name);
+  if (it == env.end() || blank(it->second)) return true;
+  auto d = text::parse_go_duration(it->second);
+  if (!d) {
+    message = std::string("shellctl: config: ") + name + ": invalid duration \"" + it->second +
+              "\"\n";
+    return false;
+  }
+  if (d->count() <= 0) {
+    message = std::string("shellctl: config: ") + name + ": must be positive, got \"" +
+              it->second + "\"\n";
+    return false;
+  }
+  out = *d;
+  return true;
+}
+
+bool parse_listen(const std::string& addr, serve_config& out, std::string& message) {
+  auto colon = addr.rfind(':');
+  if (colon == std::string::npos) {
+    message = "shellctl: listen tcp " + addr + ": missing port in address\n";
+    return false;
+  }
+  std::string host = addr.substr(0, colon);
+  std::string port = addr.substr(colon + 1);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
+  char* end = nullptr;
+  long p = std::strtol(port.c_str(), &end, 10);
+  if (port.empty() || *end || p < 0 || p > 65535) {
+    message = "shellctl: listen tcp " + addr + ": invalid port\n";
+    return false;
+  }
+  out.listen_host = host.empty() ? "0.0.0.0" : host;
+  out.listen_port = static_cast<std::uint16_t>(p);
+  out.listen_text = addr;
+  return true;
+}
+
+}  // namespace
+
+parse_result parse_serve(int argc, char** argv, char** envp, serve_config& out,
+                         std::string& message) {
+  std::map<std::string, std::string> env;
+  for (char** e = envp; e && *e; ++e) {
+    std::string kv = *e;
+    auto eq = kv.find('=');
+    if (eq == std::string::npos) continue;
+    env.emplace(kv.substr(0, eq), kv.substr(eq + 1));
+    // D10: the tmux server (and so every job) never sees our TMUX* or SHELLCTL_* names.
+    if (kv.rfind("TMUX", 0) != 0 && kv.rfind("SHELLCTL_", 0) != 0) out.tmux_env.push_back(kv);
+  }
+  if (argc < 2 || std::string(argv[1]) != "serve") {
+    message = "Usage: shellctl serve [flags]\n";
+    return parse_result::exit_ok;
+  }
+  std::optional<std::string> listen, state_dir, token;
+  bool require_token = false;
+  // Go's flag package: -name or --name, value as =value or the next argument; parsing
+  // stops at the first non-flag argument or "--".
+  for (int i = 2; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--") break;
+    if (arg.size() < 2 || arg[0] != '-') break;
+    std::string name = arg.substr(arg[1] == '-' ? 2 : 1);
+    std::optional<std::string> value;
+    auto eq = name.find('=');
+    if (eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+    }
+    if (name == "h" || name == "help") {
+      message = usage_text;
+      return parse_result::exit_ok;
+    }
+    if (name == "require-auth-token") {
+      if (!value || *value == "true" || *value == "1" || *value == "t" || *value == "TRUE" ||
+          *value == "True" || *value == "T") {
+        require_token = true;
+      } else if (*value == "false" || *value == "0" || *value == "f" || *value == "FALSE" ||
+                 *value == "False" || *value == "F") {
+        require_token = false;
+      } else {
+        message = "invalid boolean value \"" + *value + "\" for -require-auth-token\n" +
+                  usage_text;
+        return parse_result::exit_usage_error;
+      }
+      continue;
+    }
+    if (name != "listen" && name != "state-dir" && name != "token") {
+      message = "flag provided but not defined: -" + name + "\n" + usage_text;
+      return parse_result::exit_usage_error;
+    }
+    if (!value) {
+      if (i + 1 >= argc) {
+        message = "flag needs an argument: -" + name + "\n" + usage_text;
+        return parse_result::exit_usage_error;
+      }
+      value = argv[++i];
+    }
+    if (name == "listen") listen = value;
+    if (name == "state-dir") state_dir = value;
+    if (name == "token") token = value;
+  }
+
+  if (!parse_listen(listen.value_or("127.0.0.1:8765"), out, message))
+    return parse_result::exit_config_error;
+
+  out.home = env.count("HOME") ? env["HOME"] : "";
+  if (state_dir && !state_dir->empty()) {
+    out.state_dir = *state_dir;
+  } else if (env.count("XDG_DATA_HOME") && !env["XDG_DATA_HOME"].empty()) {
+    out.state_dir = env["XDG_DATA_HOME"] + "/shellctl";
+  } else if (!out.home.empty()) {
+    out.state_dir = out.home + "/.local/share/shellctl";
+  } else {
+    message = "shellctl: config: cannot choose a state directory: HOME is not set "
+              "(use --state-dir)\n";
+    return parse_result::exit_config_error;
+  }
+
+  // Decision D2: a non-empty --token wins; values are used unchanged.
+  out.token = token && !token->empty() ? *token
+                                       : (env.count("SHELLCTL_AUTH_TOKEN") ? env["SHELLCTL_AUTH_TOKEN"] : "");
+  if (require_token && blank(out.token)) {
+    message = "shellctl: config: --require-auth-token: no non-blank token configured "
+              "(--token or SHELLCTL_AUTH_TOKEN)\n";
+    return parse_result::exit_config_error;
+  }
+
+  if (!duration_setting(env, "SHELLCTL_SNAPSHOT_TIMEOUT", out.snapshot_timeout, message) ||
+      !duration_setting(env, "SHELLCTL_RESULT_RETENTION", out.retention, message) ||
+      !duration_setting(env, "SHELLCTL_GC_INTERVAL", out.gc_interval, message))
+    return parse_result::exit_config_error;
+
+  for (const char* name : {"SHELLCTL_ENABLE_PATH_ISOLATION", "SHELLCTL_LANDLOCK_RW_PATHS",
+                           "SHELLCTL_LANDLOCK_RO_PATHS", "SHELLCTL_LANDLOCK_RW_DEV_PATHS"}) {
+    auto it = env.find(name);
+    if (it != env.end()) out.isolation_env.emplace_back(name, it->second);
+  }
+  return parse_result::run;
+}
+
+}  // namespace shellctl::io::config

@@ -1,0 +1,37 @@
+#pragma once
+// `shellctl serve` settings: flags with Go's flag syntax (runtime.md §10.1) and the
+// environment (SHELLCTL_*). Everything is validated here so that a bad setting stops
+// startup with one clear line instead of surfacing later.
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace shellctl::io::config {
+
+struct serve_config {
+  std::string listen_host = "127.0.0.1";
+  std::uint16_t listen_port = 8765;
+  std::string listen_text = "127.0.0.1:8765";
+  std::string state_dir;  // resolved (flag, XDG_DATA_HOME, HOME)
+  std::string home;       // the server's HOME: default cwd
+  std::string token;      // empty = auth off
+  std::chrono::nanoseconds snapshot_timeout = std::chrono::seconds(45);
+  std::chrono::nanoseconds retention = std::chrono::hours(24);
+  std::chrono::nanoseconds gc_interval = std::chrono::seconds(60);
+  // Path-isolation settings the runner receives (decision D7): only those that are set.
+  std::vector<std::pair<std::string, std::string>> isolation_env;
+  // The environment the tmux server starts with (decision D10): ours minus TMUX* and
+  // SHELLCTL_*.
+  std::vector<std::string> tmux_env;
+};
+
+enum class parse_result { run, exit_ok, exit_usage_error, exit_config_error };
+
+// Parses argv and the environment. On anything but `run`, `message` holds what to print
+// on stderr (usage or "shellctl: config: ...").
+parse_result parse_serve(int argc, char** argv, char** envp, serve_config& out,
+                         std::string& message);
+
+}  // namespace shellctl::io::config

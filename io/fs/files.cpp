@@ -1,0 +1,139 @@
+#include "io/fs/files.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <system_error>
+#include <vector>
+
+namespace shellctl::io::fs {
+namespace {
+[[noreturn]] void fail(const std::string& what) {
+  throw std::system_error(errno, std::generic_category(), what);
+}
+}  // namespace
+
+void write_file(const std::string& path, std::string_view data, unsigned mode) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+  if (fd < 0) fail("open " + path);
+  // open() applies the umask; the layout's modes are exact.
+  if (::fchmod(fd, mode) < 0) {
+    int e = errno;
+    ::close(fd);
+    errno = e;
+    fail("chmod " + path);
+  }
+  const char* p = data.data();
+  size_t left = data.size();
+  while (left > 0) {
+    ssize_t n = ::write(fd, p, left);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int e = errno;
+      ::close(fd);
+      errno = e;
+      fail("write " + path);
+    }
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+  if (::close(fd) < 0) fail("close " + path);
+}
+
+bool make_dir(const std::string& path, unsigned mode) {
+  if (::mkdir(path.c_str(), mode) == 0) {
+    ::chmod(path.c_str(), mode);
+    return true;
+  }
+  if (errno == EEXIST) return false;
+  fail("mkdir " + path);
+}
+
+void make_dirs(const std::string& path, unsigned mode) {
+  std::string cur;
+  size_t pos = 0;
+  while (pos != std::string::npos) {
+    pos = path.find('/', pos + 1);
+    cur = path.substr(0, pos);
+    if (cur.empty()) continue;
+    if (::mkdir(cur.c_str(), mode) != 0 && errno != EEXIST) fail("mkdir " + cur);
+  }
+  if (!is_dir(path)) {
+    errno = ENOTDIR;
+    fail("mkdir " + path);
+  }
+}
+
+bool exists(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+bool is_dir(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+std::string read_small_file(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return {};
+  std::string out;
+  char buf[4096];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    out.append(buf, static_cast<size_t>(n));
+    if (out.size() > (1u << 20)) break;
+  }
+  ::close(fd);
+  return out;
+}
+
+bool non_empty_file(const std::string& path) {
+  for (char c : read_small_file(path))
+    if (c != ' ' && c != '\n' && c != '\t' && c != '\r') return true;
+  return false;
+}
+
+void remove_tree(const std::string& path) {
+  std::error_code ec;
+  std::filesystem::remove_all(path, ec);
+}
+
+std::string absolute_clean(const std::string& path) {
+  std::string p = path;
+  if (p.empty() || p[0] != '/') {
+    std::error_code ec;
+    p = std::filesystem::current_path(ec).string() + "/" + p;
+  }
+  // Lexical cleaning, like Go's filepath.Clean.
+  std::vector<std::string> parts;
+  size_t i = 0;
+  while (i <= p.size()) {
+    size_t j = p.find('/', i);
+    if (j == std::string::npos) j = p.size();
+    std::string seg = p.substr(i, j - i);
+    if (seg == "..") {
+      if (!parts.empty()) parts.pop_back();
+    } else if (!seg.empty() && seg != ".") {
+      parts.push_back(seg);
+    }
+    i = j + 1;
+  }
+  std::string out;
+  for (auto& s : parts) out += "/" + s;
+  return out.empty() ? "/" : out;
+}
+
+std::string join(const std::string& a, const std::string& b) {
+  if (a.empty()) return b;
+  if (a.back() == '/') return a + b;
+  return a + "/" + b;
+}
+
+}  // namespace shellctl::io::fs

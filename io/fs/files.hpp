@@ -1,0 +1,26 @@
+#pragma once
+// Small file-system helpers with the exact modes the on-disk layout requires.
+#include <string>
+#include <string_view>
+
+namespace shellctl::io::fs {
+
+// Creates/truncates `path` with `mode` and writes `data`. Throws std::system_error.
+void write_file(const std::string& path, std::string_view data, unsigned mode);
+// mkdir with `mode`; returns false if it already exists. Throws on other errors.
+bool make_dir(const std::string& path, unsigned mode);
+// mkdir -p with `mode` for the created components. Throws on errors.
+void make_dirs(const std::string& path, unsigned mode);
+bool exists(const std::string& path);
+bool is_dir(const std::string& path);
+// True when the file exists and holds something other than whitespace.
+bool non_empty_file(const std::string& path);
+// Whole file, or "" when unreadable.
+std::string read_small_file(const std::string& path);
+// rm -rf; errors ignored (best effort, as the original).
+void remove_tree(const std::string& path);
+// Absolute, lexically cleaned path (like Go's filepath.Abs): no symlink resolution.
+std::string absolute_clean(const std::string& path);
+std::string join(const std::string& a, const std::string& b);
+
+}  // namespace shellctl::io::fs

@@ -1,0 +1,161 @@
+#include "io/tmux/control_client.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+
+namespace shellctl::io::tmux {
+
+control_client::control_client(const std::string& socket, const std::vector<std::string>& env,
+                               line_sink lines, exit_sink on_exit)
+    : lines_(std::move(lines)), on_exit_(std::move(on_exit)) {
+  int in_pipe[2], out_pipe[2];
+  if (::pipe2(in_pipe, O_CLOEXEC) < 0)
+    throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+  if (::pipe2(out_pipe, O_CLOEXEC) < 0) {
+    ::close(in_pipe[0]);
+    ::close(in_pipe[1]);
+    throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+  }
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, in_pipe[0], 0);
+  posix_spawn_file_actions_adddup2(&fa, out_pipe[1], 1);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  // Its own process group: a Ctrl-C aimed at the server's terminal must not hit tmux.
+  posix_spawnattr_setpgroup(&attr, 0);
+  sigset_t none;
+  sigemptyset(&none);
+  posix_spawnattr_setsigmask(&attr, &none);
+  sigset_t dfl;
+  sigemptyset(&dfl);
+  sigaddset(&dfl, SIGPIPE);
+  posix_spawnattr_setsigdefault(&attr, &dfl);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
+                                      POSIX_SPAWN_SETSIGDEF);
+  std::vector<std::string> args = {"tmux", "-S", socket, "-f", "/dev/null", "-C",
+                                   "new-session", "-A", "-s", control_session,
+                                   "-x", "80", "-y", "24",
+                                   // An idle pane that never prints: output in the
+                                   // attached session would become %output noise.
+                                   "exec sleep 2147483647"};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::vector<std::string> env_copy = env;
+  std::vector<char*> envp;
+  for (auto& e : env_copy) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  int rc = posix_spawnp(&pid_, "tmux", &fa, &attr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&fa);
+  posix_spawnattr_destroy(&attr);
+  ::close(in_pipe[0]);
+  ::close(out_pipe[1]);
+  if (rc != 0) {
+    ::close(in_pipe[1]);
+    ::close(out_pipe[0]);
+    throw std::runtime_error(std::string("spawn tmux: ") + std::strerror(rc));
+  }
+  in_fd_ = in_pipe[1];
+  out_fd_ = out_pipe[0];
+  reader_ = std::thread([this] { read_loop(); });
+}
+
+control_client::~control_client() {
+  // Closing stdin detaches the control client; the tmux server and its sessions (the
+  // jobs) keep running, as they must across a shellctl restart.
+  if (in_fd_ >= 0) ::close(in_fd_);
+  if (reader_.joinable()) reader_.join();
+  if (out_fd_ >= 0) ::close(out_fd_);
+  if (pid_ > 0) {
+    int st;
+    while (::waitpid(pid_, &st, 0) < 0 && errno == EINTR) {
+    }
+  }
+}
+
+bool control_client::send(const std::string& line) {
+  std::string buf = line;
+  buf += '\n';
+  const char* p = buf.data();
+  size_t left = buf.size();
+  while (left > 0) {
+    ssize_t n = ::write(in_fd_, p, left);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+void control_client::read_loop() {
+  std::string pending;
+  char buf[65536];
+  for (;;) {
+    ssize_t n = ::read(out_fd_, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    pending.append(buf, static_cast<size_t>(n));
+    std::vector<std::string> lines;
+    size_t start = 0;
+    for (;;) {
+      size_t nl = pending.find('\n', start);
+      if (nl == std::string::npos) break;
+      lines.emplace_back(pending, start, nl - start);
+      start = nl + 1;
+    }
+    pending.erase(0, start);
+    if (!lines.empty()) lines_(std::move(lines));
+  }
+  on_exit_();
+}
+
+std::string quote(const std::string& arg) {
+  std::string out = "'";
+  for (char c : arg) {
+    if (c == '\'')
+      out += "'\\''";
+    else
+      out += c;
+  }
+  out += '\'';
+  return out;
+}
+
+std::string quote_format(const std::string& arg) {
+  std::string doubled;
+  for (char c : arg) {
+    doubled += c;
+    if (c == '#') doubled += '#';
+  }
+  return quote(doubled);
+}
+
+bool is_target_missing(const std::string& error_text) {
+  std::string lower = error_text;
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  for (const char* needle : {"can't find pane", "can't find session", "no server running",
+                             "failed to connect", "server exited unexpectedly"})
+    if (lower.find(needle) != std::string::npos) return true;
+  return false;
+}
+
+}  // namespace shellctl::io::tmux
+
+namespace shellctl::io::tmux {
+void kill_pane_process_group(long pane_pid) {
+  if (pane_pid > 1) ::kill(-static_cast<pid_t>(pane_pid), SIGKILL);
+}
+}  // namespace shellctl::io::tmux
