@@ -9,7 +9,7 @@ std::string format_utc(std::chrono::system_clock::time_point tp) {
   std::time_t t = std::chrono::system_clock::to_time_t(tp);
   std::tm tm{};
   gmtime_r(&t, &tm);
-  char buf[32];
+  char buf[64];  // room for any int, so -Wformat-truncation has nothing to say
   std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02dZ", tm.tm_year + 1900,
                 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
   return buf;

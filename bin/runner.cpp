@@ -1,0 +1,73 @@
+// shellctl-runner: started by tmux for every job (runtime.md §4, §5).
+//   parent: shellctl-runner <job_dir> <job_id> <cwd> [pty|stdio]
+//   child : shellctl-runner --exec [--landlock] [--rw CSV] [--ro CSV] [--dev CSV] [--]
+//           <script> <cwd>
+#include "io/proc/runner.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "io/sandbox/landlock.hpp"
+#include "io/sandbox/policy.hpp"
+
+namespace proc = shellctl::io::proc;
+namespace sandbox = shellctl::io::sandbox;
+
+namespace {
+
+int child_main(const std::vector<std::string>& args) {
+  std::string err;
+  const auto parsed = sandbox::parse_exec_args(args, err);
+  if (!parsed) {
+    std::fprintf(stderr,
+                 "shellctl: usage: shellctl-runner --exec [--landlock] <script> <cwd>: %s\n",
+                 err.c_str());
+    return proc::kExitSetupFailed;
+  }
+  proc::sandbox_hook hook;
+  if (parsed->policy.isolation) {
+    hook = [&policy = parsed->policy](const proc::child_context& ctx, std::string& why) {
+      return sandbox::apply_landlock(policy, ctx.home, ctx.cwd, ctx.job_dir, why);
+    };
+  }
+  return proc::run_child(parsed->script, parsed->cwd, hook);
+}
+
+int parent_main(const std::vector<std::string>& args) {
+  if (args.size() < 3) {
+    std::fprintf(stderr,
+                 "shellctl: usage: shellctl-runner <job_dir> <job_id> <cwd> [pty|stdio]: bad "
+                 "args\n");
+    return proc::kExitSetupFailed;
+  }
+  proc::parent_options opts;
+  opts.job_dir = args[0];
+  opts.cwd = args[2];
+  const std::string mode = args.size() > 3 ? args[3] : "pty";
+  if (mode == "pty") {
+    opts.mode = proc::job_mode::pty;
+  } else if (mode == "stdio") {
+    opts.mode = proc::job_mode::stdio;
+  } else {
+    std::fprintf(stderr, "shellctl: invalid job mode \"%s\"\n", mode.c_str());
+    return proc::kExitSetupFailed;
+  }
+  // The policy comes from the runner's own environment (the server's settings), read
+  // before the job's overlay exists, and travels to the child on its command line.
+  opts.child_flags = sandbox::policy_to_args(
+      sandbox::policy_from_env([](const char* name) -> const char* { return std::getenv(name); }));
+  return proc::run_parent(opts);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (!args.empty() && args[0] == "--exec") {
+    args.erase(args.begin());
+    return child_main(args);
+  }
+  return parent_main(args);
+}

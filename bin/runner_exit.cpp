@@ -1,0 +1,154 @@
+// shellctl-runner-exit: records a job's exit in SQLite from the PTY pipe finalizer
+// (runtime.md §3.3, §8.3 helper variant, §10.3). Flags use Go's flag syntax.
+#include <cstdint>
+#include <cstdio>
+#include <exception>
+#include <limits>
+#include <string>
+#include <string_view>
+
+#include "io/store/jobs_db.hpp"
+
+namespace {
+
+constexpr const char* kProg = "shellctl-runner-exit";
+
+void usage() {
+  std::fprintf(stderr,
+               "Usage of %s:\n"
+               "  -ended-at string\n    \tRFC3339 UTC end time\n"
+               "  -exit-code int\n    \tthe job's exit code\n"
+               "  -job-id string\n    \tjob id\n"
+               "  -sqlite-busy-timeout-ms int\n    \tSQLite busy timeout (default 5000)\n"
+               "  -state-dir string\n    \tshellctl state directory\n",
+               kProg);
+}
+
+// strconv.ParseInt(s, 0, 64): optional sign, then a 0x/0o/0b or leading-0 (octal) prefix;
+// an underscore must follow a digit or the prefix and be followed by a digit.
+bool parse_go_int(std::string_view s, std::int64_t& out) {
+  bool neg = false;
+  if (!s.empty() && (s[0] == '+' || s[0] == '-')) {
+    neg = s[0] == '-';
+    s.remove_prefix(1);
+  }
+  if (s.empty()) return false;
+  unsigned base = 10;
+  bool after_digit = false;  // the previous character was a digit or the prefix
+  if (s[0] == '0' && s.size() >= 2) {
+    const char p = static_cast<char>(s[1] | 0x20);
+    const bool letter = s.size() >= 3 && (p == 'x' || p == 'o' || p == 'b');
+    base = !letter ? 8 : p == 'x' ? 16 : p == 'o' ? 8 : 2;
+    s.remove_prefix(letter ? 2 : 1);
+    after_digit = true;
+  }
+  const std::uint64_t limit = neg ? std::uint64_t{1} << 63 : static_cast<std::uint64_t>(INT64_MAX);
+  std::uint64_t v = 0;
+  bool trailing_underscore = false;
+  for (const char c : s) {
+    if (c == '_') {
+      if (!after_digit) return false;
+      after_digit = false;
+      trailing_underscore = true;
+      continue;
+    }
+    unsigned d;
+    const char lower = static_cast<char>(c | 0x20);
+    if (c >= '0' && c <= '9') {
+      d = static_cast<unsigned>(c - '0');
+    } else if (lower >= 'a' && lower <= 'z') {
+      d = static_cast<unsigned>(lower - 'a' + 10);
+    } else {
+      return false;
+    }
+    if (d >= base) return false;
+    if (v > (limit - d) / base) return false;
+    v = v * base + d;
+    after_digit = true;
+    trailing_underscore = false;
+  }
+  if (trailing_underscore) return false;
+  out = neg ? static_cast<std::int64_t>(0 - v) : static_cast<std::int64_t>(v);
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string state_dir, job_id, ended_at;
+  std::int64_t exit_code = 0;
+  std::int64_t busy_ms = 5000;
+
+  for (int i = 1; i < argc; ++i) {
+    std::string_view a = argv[i];
+    if (a == "--") break;
+    if (a.size() < 2 || a[0] != '-') break;  // first positional argument ends the flags
+    a.remove_prefix(a[1] == '-' ? 2 : 1);
+    if (a.empty() || a[0] == '-' || a[0] == '=') {
+      std::fprintf(stderr, "bad flag syntax: %s\n", argv[i]);
+      usage();
+      return 2;
+    }
+    const auto eq = a.find('=');
+    const std::string name(a.substr(0, eq));
+    if (name == "h" || name == "help") {
+      usage();
+      return 0;
+    }
+    const bool known = name == "state-dir" || name == "job-id" || name == "ended-at" ||
+                       name == "exit-code" || name == "sqlite-busy-timeout-ms";
+    if (!known) {
+      std::fprintf(stderr, "flag provided but not defined: -%s\n", name.c_str());
+      usage();
+      return 2;
+    }
+    std::string value;
+    if (eq != std::string_view::npos) {
+      value = std::string(a.substr(eq + 1));
+    } else if (i + 1 < argc) {
+      value = argv[++i];
+    } else {
+      std::fprintf(stderr, "flag needs an argument: -%s\n", name.c_str());
+      usage();
+      return 2;
+    }
+    if (name == "state-dir") {
+      state_dir = value;
+    } else if (name == "job-id") {
+      job_id = value;
+    } else if (name == "ended-at") {
+      ended_at = value;
+    } else {
+      std::int64_t n = 0;
+      if (!parse_go_int(value, n)) {
+        std::fprintf(stderr, "invalid value \"%s\" for flag -%s: parse error\n", value.c_str(),
+                     name.c_str());
+        usage();
+        return 2;
+      }
+      (name == "exit-code" ? exit_code : busy_ms) = n;
+    }
+  }
+
+  if (state_dir.empty() || job_id.empty() || ended_at.empty()) {
+    std::fprintf(stderr, "%s: --state-dir, --job-id, and --ended-at are required\n", kProg);
+    return 1;
+  }
+  if (busy_ms < 0) busy_ms = 0;
+  if (busy_ms > std::numeric_limits<int>::max()) busy_ms = std::numeric_limits<int>::max();
+
+  using shellctl::io::store::jobs_db;
+  using shellctl::io::store::record_result;
+  try {
+    const std::string path = state_dir + (state_dir.back() == '/' ? "" : "/") + "shellctl.db";
+    jobs_db db(path, static_cast<int>(busy_ms), jobs_db::open_mode::existing);
+    if (db.record_exit_helper(job_id, exit_code, ended_at) == record_result::not_found) {
+      std::fprintf(stderr, "%s: unknown job id: %s\n", kProg, job_id.c_str());
+      return 1;
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: %s\n", kProg, e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,106 @@
+// shellctl-sanitize-pty: stdin -> stdout terminal-output filter run by `tmux pipe-pane`
+// (runtime.md §10.4, §11).
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <string_view>
+
+#include "io/pty/sanitizer.hpp"
+
+namespace {
+
+constexpr const char* kProg = "shellctl-sanitize-pty";
+
+void usage(FILE* f) {
+  std::fprintf(f, "Usage of %s:\n  -ready-file string\n    \tfile created before reading stdin\n",
+               kProg);
+}
+
+int fail(const std::string& what, int err) {
+  std::fprintf(stderr, "%s: %s: %s\n", kProg, what.c_str(), std::strerror(err));
+  return 1;
+}
+
+bool write_all(int fd, const char* p, std::size_t n) {
+  while (n > 0) {
+    const ssize_t w = ::write(fd, p, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    p += w;
+    n -= static_cast<std::size_t>(w);
+  }
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string ready_file;
+  bool have_ready = false;
+  // Go flag syntax: -name or --name, value as "=v" or the next argument.
+  for (int i = 1; i < argc; ++i) {
+    std::string_view a = argv[i];
+    if (a == "--") break;
+    if (a.size() < 2 || a[0] != '-') break;
+    a.remove_prefix(a[1] == '-' ? 2 : 1);
+    const auto eq = a.find('=');
+    const std::string_view name = a.substr(0, eq);
+    if (name == "h" || name == "help") {
+      usage(stderr);
+      return 0;
+    }
+    if (name != "ready-file") {
+      std::fprintf(stderr, "flag provided but not defined: -%.*s\n", static_cast<int>(name.size()),
+                   name.data());
+      usage(stderr);
+      return 2;
+    }
+    if (eq != std::string_view::npos) {
+      ready_file = std::string(a.substr(eq + 1));
+    } else if (i + 1 < argc) {
+      ready_file = argv[++i];
+    } else {
+      std::fprintf(stderr, "flag needs an argument: -%.*s\n", static_cast<int>(name.size()),
+                   name.data());
+      usage(stderr);
+      return 2;
+    }
+    have_ready = true;
+  }
+
+  // A closed reader must surface as a write error (exit 1), not kill us silently.
+  ::signal(SIGPIPE, SIG_IGN);
+
+  if (have_ready && !ready_file.empty()) {
+    const int fd = ::open(ready_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return fail("open " + ready_file, errno);
+    ::close(fd);
+  }
+
+  shellctl::io::pty::sanitizer s;
+  std::string buf(64 * 1024, '\0');
+  std::string out;
+  for (;;) {
+    const ssize_t r = ::read(STDIN_FILENO, buf.data(), buf.size());
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      return fail("read /dev/stdin", errno);
+    }
+    out.clear();
+    if (r == 0) {
+      out = s.finish();
+    } else {
+      s.feed(std::string_view(buf.data(), static_cast<std::size_t>(r)), out);
+    }
+    if (!out.empty() && !write_all(STDOUT_FILENO, out.data(), out.size()))
+      return fail("write /dev/stdout", errno);
+    if (r == 0) return 0;
+  }
+}

@@ -1,0 +1,23 @@
+#pragma once
+// Landlock filesystem isolation for a job (runtime.md §6, decisions D7 and the seed's
+// "fail closed"): applied by the runner's child role just before execve. Any error other
+// than a missing configured path is fatal; the caller then exits 125 without running the
+// script.
+#include <string>
+
+#include "io/sandbox/policy.hpp"
+
+namespace shellctl::io::sandbox {
+
+// The kernel's Landlock ABI version (1..), or -errno when Landlock is unavailable.
+int landlock_abi();
+
+// Restricts the calling process (and its future children) to:
+//   read-write dirs   : home, cwd (when different), policy.rw_dirs that exist;
+//   read-only + exec  : policy.ro_dirs that exist, and job_dir;
+//   read-write files  : policy.rw_files that exist.
+// Sets no_new_privs. False with `err` (a one-line reason) on any failure.
+bool apply_landlock(const path_policy& policy, const std::string& home, const std::string& cwd,
+                    const std::string& job_dir, std::string& err);
+
+}  // namespace shellctl::io::sandbox
