@@ -1,0 +1,109 @@
+// `shellctl serve` flags and environment (runtime.md §10.1, decisions D1, D2, D7, D10).
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "io/config/serve_config.hpp"
+
+using namespace shellctl::io::config;
+
+namespace {
+struct outcome {
+  parse_result result;
+  serve_config cfg;
+  std::string message;
+};
+
+outcome parse(std::vector<std::string> args, std::vector<std::string> env) {
+  std::vector<char*> argv;
+  args.insert(args.begin(), "shellctl");
+  for (auto& a : args) argv.push_back(a.data());
+  std::vector<char*> envp;
+  for (auto& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  outcome o;
+  o.result = parse_serve(static_cast<int>(argv.size()), argv.data(), envp.data(), o.cfg, o.message);
+  return o;
+}
+}  // namespace
+
+TEST_CASE("defaults") {
+  auto o = parse({"serve"}, {"HOME=/home/u"});
+  REQUIRE(o.result == parse_result::run);
+  CHECK(o.cfg.listen_host == "127.0.0.1");
+  CHECK(o.cfg.listen_port == 8765);
+  CHECK(o.cfg.state_dir == "/home/u/.local/share/shellctl");
+  CHECK(o.cfg.token.empty());
+  CHECK(o.cfg.retention == std::chrono::hours(24));
+  CHECK(o.cfg.gc_interval == std::chrono::seconds(60));
+  CHECK(o.cfg.snapshot_timeout == std::chrono::seconds(45));
+}
+
+TEST_CASE("no serve subcommand prints usage and exits 0; -h too") {
+  CHECK(parse({}, {}).result == parse_result::exit_ok);
+  CHECK(parse({"run"}, {}).result == parse_result::exit_ok);
+  auto h = parse({"serve", "-h"}, {"HOME=/h"});
+  CHECK(h.result == parse_result::exit_ok);
+  CHECK(h.message.find("-listen") != std::string::npos);
+}
+
+TEST_CASE("Go flag syntax") {
+  auto o = parse({"serve", "--listen=0.0.0.0:5004", "-state-dir", "/s", "--token", "t"},
+                 {"HOME=/h"});
+  REQUIRE(o.result == parse_result::run);
+  CHECK(o.cfg.listen_host == "0.0.0.0");
+  CHECK(o.cfg.listen_port == 5004);
+  CHECK(o.cfg.state_dir == "/s");
+  CHECK(o.cfg.token == "t");
+  CHECK(parse({"serve", "--bogus"}, {"HOME=/h"}).result == parse_result::exit_usage_error);
+  CHECK(parse({"serve", "--listen"}, {"HOME=/h"}).result == parse_result::exit_usage_error);
+  CHECK(parse({"serve", "--listen", "nope"}, {"HOME=/h"}).result ==
+        parse_result::exit_config_error);
+  auto v6 = parse({"serve", "--listen", "[::1]:9000"}, {"HOME=/h"});
+  CHECK(v6.cfg.listen_host == "::1");
+}
+
+TEST_CASE("state dir: flag, then XDG_DATA_HOME, then HOME") {
+  CHECK(parse({"serve"}, {"HOME=/h", "XDG_DATA_HOME=/x"}).cfg.state_dir == "/x/shellctl");
+  CHECK(parse({"serve", "--state-dir", "/s"}, {"HOME=/h", "XDG_DATA_HOME=/x"}).cfg.state_dir ==
+        "/s");
+}
+
+TEST_CASE("token: non-empty flag wins, env otherwise; --require-auth-token") {
+  CHECK(parse({"serve", "--token", "f"}, {"HOME=/h", "SHELLCTL_AUTH_TOKEN=e"}).cfg.token == "f");
+  CHECK(parse({"serve", "--token", ""}, {"HOME=/h", "SHELLCTL_AUTH_TOKEN=e"}).cfg.token == "e");
+  CHECK(parse({"serve", "--require-auth-token"}, {"HOME=/h"}).result ==
+        parse_result::exit_config_error);
+  CHECK(parse({"serve", "--require-auth-token"}, {"HOME=/h", "SHELLCTL_AUTH_TOKEN= \t"}).result ==
+        parse_result::exit_config_error);
+  auto ok = parse({"serve", "--require-auth-token"}, {"HOME=/h", "SHELLCTL_AUTH_TOKEN= x "});
+  CHECK(ok.result == parse_result::run);
+  CHECK(ok.cfg.token == " x ");  // used unchanged
+}
+
+TEST_CASE("duration settings: Go syntax, bad or non-positive values refuse startup") {
+  auto o = parse({"serve"}, {"HOME=/h", "SHELLCTL_RESULT_RETENTION=1h30m", "SHELLCTL_GC_INTERVAL=90s"});
+  REQUIRE(o.result == parse_result::run);
+  CHECK(o.cfg.retention == std::chrono::minutes(90));
+  CHECK(o.cfg.gc_interval == std::chrono::seconds(90));
+  for (auto bad : {"SHELLCTL_RESULT_RETENTION=soon", "SHELLCTL_RESULT_RETENTION=0",
+                   "SHELLCTL_GC_INTERVAL=-1s", "SHELLCTL_SNAPSHOT_TIMEOUT=10"}) {
+    auto b = parse({"serve"}, {"HOME=/h", bad});
+    CAPTURE(bad);
+    CHECK(b.result == parse_result::exit_config_error);
+    CHECK(b.message.rfind("shellctl: config: ", 0) == 0);
+  }
+  CHECK(parse({"serve"}, {"HOME=/h", "SHELLCTL_GC_INTERVAL=  "}).result == parse_result::run);
+}
+
+TEST_CASE("tmux environment drops TMUX* and SHELLCTL_* (D10); isolation settings kept apart (D7)") {
+  auto o = parse({"serve"}, {"HOME=/h", "PATH=/bin", "TMUX=/x,1,2", "TMUX_PANE=%1",
+                             "SHELLCTL_AUTH_TOKEN=t", "SHELLCTL_LANDLOCK_RO_PATHS=/usr",
+                             "SHELLCTL_ENABLE_PATH_ISOLATION=false"});
+  CHECK(o.cfg.tmux_env == std::vector<std::string>{"HOME=/h", "PATH=/bin"});
+  REQUIRE(o.cfg.isolation_env.size() == 2);
+  CHECK(o.cfg.isolation_env[0].first == "SHELLCTL_ENABLE_PATH_ISOLATION");
+  CHECK(o.cfg.isolation_env[1] ==
+        std::make_pair(std::string("SHELLCTL_LANDLOCK_RO_PATHS"), std::string("/usr")));
+}

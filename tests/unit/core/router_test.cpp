@@ -1,0 +1,78 @@
+// The route table (D11), the bearer check (D2) and Go's %q quoting used in messages.
+#include <doctest/doctest.h>
+
+#include "actors/router.hpp"
+#include "actors/routes.hpp"
+
+using namespace shellctl::actors;
+using kind = route_match::kind;
+
+TEST_CASE("routes of http-api.md §3") {
+  struct row {
+    const char* method;
+    const char* path;
+    kind k;
+    route id;
+    const char* job;
+  } rows[] = {
+      {"GET", "/healthz", kind::found, route::healthz, ""},
+      {"HEAD", "/healthz", kind::found, route::healthz, ""},
+      {"POST", "/v1/jobs/run", kind::found, route::run, ""},
+      {"GET", "/v1/jobs/run", kind::found, route::status, "run"},
+      {"DELETE", "/v1/jobs/run", kind::found, route::remove, "run"},
+      {"POST", "/v1/jobs/abc/wait", kind::found, route::wait, "abc"},
+      {"GET", "/v1/jobs/abc/log/tail", kind::found, route::tail, "abc"},
+      {"GET", "/v1/jobs/abc", kind::found, route::status, "abc"},
+      {"DELETE", "/v1/jobs/abc", kind::found, route::remove, "abc"},
+      {"GET", "/v1/jobs", kind::found, route::list, ""},
+      {"POST", "/v1/jobs/abc/input", kind::found, route::input, "abc"},
+      {"POST", "/v1/jobs/abc/terminate", kind::found, route::terminate, "abc"},
+  };
+  for (auto& r : rows) {
+    CAPTURE(r.method);
+    CAPTURE(r.path);
+    auto m = match_route(r.method, r.path);
+    CHECK(m.result == r.k);
+    CHECK(m.id == r.id);
+    CHECK(m.job_id == r.job);
+  }
+}
+
+TEST_CASE("unknown paths are 404, wrong methods 405 with Allow") {
+  for (auto p : {"/", "", "/v1", "/v1/jobs/", "/v1/jobs/a/b", "/v1/jobs/a/log", "/healthz/",
+                 "/v1/snapshot/x", "/v1/prepare", "v1/jobs"})
+    CHECK(match_route("GET", p).result == kind::not_found);
+  auto m = match_route("PUT", "/healthz");
+  CHECK(m.result == kind::method_not_allowed);
+  CHECK(m.allow == "GET, HEAD");
+  m = match_route("PUT", "/v1/jobs/run");
+  CHECK(m.result == kind::method_not_allowed);
+  CHECK(m.allow == "GET, HEAD, DELETE, POST");
+  CHECK(match_route("GET", "/v1/jobs/a/wait").result == kind::method_not_allowed);
+  CHECK(match_route("POST", "/v1/jobs").result == kind::method_not_allowed);
+}
+
+TEST_CASE("bearer check: exact scheme, one space, exact token") {
+  std::string good = "Bearer s3cret";
+  CHECK(bearer_matches(&good, "s3cret"));
+  CHECK(bearer_matches(nullptr, ""));  // auth disabled
+  CHECK_FALSE(bearer_matches(nullptr, "s3cret"));
+  for (auto bad : {"bearer s3cret", "Bearer  s3cret", "Bearer s3cret ", "Bearer s3cre",
+                   "Bearer s3cretx", "Basic s3cret", "", "s3cret"}) {
+    std::string h = bad;
+    CAPTURE(h);
+    CHECK_FALSE(bearer_matches(&h, "s3cret"));
+  }
+  std::string spaced = "Bearer  tok ";
+  CHECK(bearer_matches(&spaced, " tok "));  // token used unchanged (D2)
+}
+
+TEST_CASE("go_quote matches Go's %q for the messages we produce") {
+  CHECK(go_quote("A=B") == "\"A=B\"");
+  CHECK(go_quote("stdout") == "\"stdout\"");
+  CHECK(go_quote("a\"b\\c") == "\"a\\\"b\\\\c\"");
+  CHECK(go_quote(std::string("x\0y", 3)) == "\"x\\x00y\"");
+  CHECK(go_quote("tab\there\n") == "\"tab\\there\\n\"");
+  CHECK(go_quote("héllo") == "\"héllo\"");
+  CHECK(go_quote("\xff") == "\"\\xff\"");
+}
