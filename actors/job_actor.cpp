@@ -359,11 +359,24 @@ std::string pipe_command(self_ptr self) {
   return s;
 }
 
-void attach_pipe(self_ptr self, std::function<void(tmux_reply&)> then) {
-  tmux(self,
-       {"pipe-pane -o -t " + quote(pane(self)) + " " + io::tmux::quote_format(pipe_command(self)),
-        "display-message -p -t " + quote(pane(self)) + " '#{pane_pipe}'"},
-       std::move(then));
+std::vector<std::string> pipe_lines(self_ptr self) {
+  return {"pipe-pane -o -t " + quote(pane(self)) + " " + io::tmux::quote_format(pipe_command(self)),
+          "display-message -p -t " + quote(pane(self)) + " '#{pane_pipe}'"};
+}
+
+// After pipe-pane + display-message: the pipe must be active, then the sanitizer's ready
+// file completes the handshake (runtime.md §3.3).
+void check_pipe(self_ptr self, tmux_reply& p, size_t first) {
+  if (!p.ok) {
+    fail_start(self, p.error);
+    return;
+  }
+  if (p.output.size() < first + 2 || p.output[first + 1].empty() ||
+      p.output[first + 1][0] != "1") {
+    fail_start(self, "tmux output pipe is not active after pipe-pane");
+    return;
+  }
+  await_pipe_ready(self);
 }
 
 void start_session(self_ptr self) {
@@ -373,32 +386,28 @@ void start_session(self_ptr self) {
                     std::to_string(r.terminal_cols) + " -y " + std::to_string(r.terminal_rows);
   for (auto& [k, v] : st.cfg.runner_policy_env) cmd += " -e " + quote(k + "=" + v);
   cmd += " " + quote(io::text::sh_join({st.cfg.runner_link, st.dir, r.job_id, r.cwd, r.mode}));
+  // PTY: session and pipe in one round trip. The runner cannot print before the gate,
+  // so nothing is lost between the two commands.
+  std::vector<std::string> lines = {cmd};
+  if (is_pty(self))
+    for (auto& l : pipe_lines(self)) lines.push_back(l);
   tmux(
-      self, {cmd},
+      self, lines,
       [self](tmux_reply& rep) {
         auto& st = self->state;
-        if (!rep.ok) {
-          fail_start(self, rep.error);
-          return;
-        }
-        st.session_alive = true;
-        if (!rep.output.empty() && !rep.output[0].empty())
+        bool session_created = !rep.output.empty() && !rep.output[0].empty();
+        if (session_created) {
+          st.session_alive = true;
           st.pane_pid = std::strtol(rep.output[0][0].c_str(), nullptr, 10);
-        if (!is_pty(self)) {
-          open_gate(self);  // stdio: no pipe, no handshake (runtime.md §3.4)
+        }
+        if (!rep.ok || !session_created) {
+          fail_start(self, rep.ok ? "tmux new-session printed no pane" : rep.error);
           return;
         }
-        attach_pipe(self, [self](tmux_reply& p) {
-          if (!p.ok) {
-            fail_start(self, p.error);
-            return;
-          }
-          if (p.output.size() < 2 || p.output[1].empty() || p.output[1][0] != "1") {
-            fail_start(self, "tmux output pipe is not active after pipe-pane");
-            return;
-          }
-          await_pipe_ready(self);
-        });
+        if (!is_pty(self))
+          open_gate(self);  // stdio: no pipe, no handshake (runtime.md §3.4)
+        else
+          check_pipe(self, rep, 1);
       },
       r.session_name);
 }
@@ -500,12 +509,8 @@ void recover(self_ptr self, bool alive) {
                  if (!is_pty(self)) {
                    open_gate(self);
                  } else {
-                   attach_pipe(self, [self](tmux_reply& p) {
-                     if (!p.ok)
-                       fail_start(self, p.error);
-                     else
-                       await_pipe_ready(self);
-                   });
+                   // pipe-pane -o keeps an existing pipe and opens one if it is missing.
+                   tmux(self, pipe_lines(self), [self](tmux_reply& p) { check_pipe(self, p, 0); });
                  }
                  return;
                }
@@ -733,6 +738,10 @@ caf::behavior job_actor(caf::stateful_actor<job_state>* self, job_settings cfg, 
       [self](session_gone&) {
         auto& st = self->state;
         st.session_alive = false;
+        if (st.awaiting_pipe_ready) {
+          fail_start(self, "tmux pane disappeared before the output pipe was ready");
+          return;
+        }
         if (st.terminating) finish_terminate(self);
         settle(self);
         evaluate_waiters(self);
