@@ -374,10 +374,29 @@ int run_job(const parent_options& opts) {
 
 }  // namespace
 
+namespace {
+// Fallback when the per-user inotify limits are exhausted (fs.inotify.max_user_instances
+// is 128 by default, and each runner waiting at its gate holds one instance): poll like
+// the original runner, every 50 ms, rather than fail the job.
+bool poll_for_start_gate(const std::string& job_dir, const std::string& gate, std::string& err) {
+  for (;;) {
+    if (::access(gate.c_str(), F_OK) == 0) return true;
+    struct stat st;
+    if (::stat(job_dir.c_str(), &st) != 0) {
+      err = "job directory " + job_dir + " disappeared before the start gate";
+      return false;
+    }
+    ::usleep(50 * 1000);
+  }
+}
+}  // namespace
+
 bool wait_for_start_gate(const std::string& job_dir, std::string& err) {
   const std::string gate = join_path(job_dir, kGateName);
   const int fd = ::inotify_init1(IN_CLOEXEC);
   if (fd < 0) {
+    if (errno == EMFILE || errno == ENFILE || errno == ENOMEM)
+      return poll_for_start_gate(job_dir, gate, err);
     err = "inotify_init1: " + errno_text(errno);
     return false;
   }
@@ -385,8 +404,10 @@ bool wait_for_start_gate(const std::string& job_dir, std::string& err) {
   if (::inotify_add_watch(fd, job_dir.c_str(),
                           IN_CREATE | IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR) <
       0) {
-    err = "watch " + job_dir + ": " + errno_text(errno);
+    const int e = errno;
     ::close(fd);
+    if (e == ENOSPC || e == ENOMEM) return poll_for_start_gate(job_dir, gate, err);
+    err = "watch " + job_dir + ": " + errno_text(e);
     return false;
   }
   alignas(inotify_event) char buf[4096];
