@@ -1,1 +1,1120 @@
-// placeholder until implemented
+// The libuv loop of the HTTP front. Threading model:
+//
+//   * Everything in this file runs on the loop thread (the one inside server::run()),
+//     except responder's methods, server::stop() and the bridge_hub they push to.
+//   * bridge_hub is THE ONLY state shared across threads: a mutex-guarded vector of
+//     operations plus a uv_async_t. Any thread pushes and wakes the loop; the loop swaps
+//     the whole vector out on every wake-up (uv_async_send coalesces wake-ups, so one
+//     wake-up may carry many operations). Once the loop has finished, the hub is marked
+//     closed and later pushes are dropped; the hub itself is kept alive by shared_ptr
+//     from every outstanding responder, so a late answer never touches freed memory.
+//   * The per-request `slot` is owned by shared_ptr from the connection's queue and from
+//     the responder; its fields are touched only on the loop thread, except `open`
+//     (atomic, read by responder::connected()). When a connection closes it clears
+//     slot->conn, so answers for it are discarded.
+//
+// Write path: a response never goes out directly. It is appended to the connection's
+// current out_batch (small pieces copied into one buffer, large bodies moved in), and all
+// connections touched during one callback are flushed at its end with one uv_write each.
+// Pipelined requests answered together thus leave in one write.
+#include "io/http/server.hpp"
+
+#include <uv.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+#include <utility>
+
+#include <netdb.h>
+#include <sys/socket.h>
+
+#include "io/http/request_parser.hpp"
+#include "io/http/wire.hpp"
+
+namespace shellctl::io::http {
+
+std::string error_body(std::string_view code, std::string_view message) {
+  std::string out;
+  out.reserve(40 + code.size() + message.size());
+  out += "{\"error\":{\"code\":";
+  wire::append_json_string(out, code);
+  out += ",\"message\":";
+  wire::append_json_string(out, message);
+  out += "}}\n";
+  return out;
+}
+
+namespace {
+
+constexpr std::size_t kReadBufferSize = 64u << 10;
+constexpr std::size_t kLowWater = 256u << 10;  // on_drain below this many queued bytes
+constexpr std::size_t kMaxPending = 32;        // pipelined requests in flight per connection
+constexpr std::size_t kInlineBody = 4096;      // smaller bodies are copied into the batch
+constexpr std::uint64_t kLingerMs = 2000;      // after our FIN, wait this long for theirs
+constexpr int kBacklog = 1024;
+
+void log_line(const char* fmt, const char* a, const char* b = "") {
+  std::fprintf(stderr, fmt, a, b);
+  std::fputc('\n', stderr);
+}
+
+}  // namespace
+
+struct connection;
+
+// The loop side of one request. Loop-thread only, except `open`.
+struct slot {
+  enum class state { waiting, ready, streaming, done };
+  connection* conn = nullptr;  // nullptr once the connection is gone
+  std::atomic<bool> open{true};
+  state st = state::waiting;
+  bool head_request = false;  // HEAD: answer without body
+  bool keep_alive = true;
+  bool http_1_0 = false;
+  bool close_after = false;  // answer is a front error: close after it
+  bool aborted = false;
+  response resp;  // ready: the answer; streaming: the head until written
+  // Streaming state.
+  bool head_written = false;
+  bool ended = false;
+  bool drain_armed = false;
+  std::function<void()> on_drain;
+  std::vector<std::string> chunks;  // arrived before this slot reached the front
+  std::vector<header> trailers;
+};
+
+enum class op_kind { send, start_stream, chunk, end_stream, abort, dropped, stop };
+
+struct bridge_op {
+  op_kind kind;
+  std::shared_ptr<slot> target;
+  response resp;
+  std::function<void()> on_drain;
+  std::string data;
+  std::vector<header> trailers;
+};
+
+// The one cross-thread queue (see the comment at the top of this file).
+struct bridge_hub {
+  std::mutex mu;
+  std::vector<bridge_op> ops;  // guarded by mu
+  uv_async_t* async = nullptr;  // guarded by mu; nullptr once the loop is gone
+  std::thread::id loop_thread;  // guarded by mu; the thread inside run()
+  server::impl* loop_owner = nullptr;  // loop-thread use only (local fast path)
+
+  void push(bridge_op op);
+};
+
+class connection_bridge {
+ public:
+  connection_bridge(std::shared_ptr<bridge_hub> hub, std::shared_ptr<slot> s)
+      : hub_(std::move(hub)), slot_(std::move(s)) {}
+  ~connection_bridge() {
+    // Dropped without an answer: the client must not hang (500), and a stream that never
+    // ended is cut off rather than left open.
+    int st = state_.load();
+    if (st == kUnanswered) push(op_kind::dropped);
+    else if (st == kStreaming) push(op_kind::abort);
+  }
+
+  static constexpr int kUnanswered = 0, kSent = 1, kStreaming = 2, kFinished = 3;
+
+  bool claim(int from, int to) { return state_.compare_exchange_strong(from, to); }
+  bool streaming() const { return state_.load() == kStreaming; }
+  bool connected() const { return slot_->open.load(std::memory_order_relaxed); }
+  void push(op_kind k, response r = {}, std::function<void()> drain = {}, std::string data = {},
+            std::vector<header> trailers = {}) {
+    hub_->push(bridge_op{k, slot_, std::move(r), std::move(drain), std::move(data),
+                         std::move(trailers)});
+  }
+  std::atomic<int>& state() { return state_; }
+
+ private:
+  std::shared_ptr<bridge_hub> hub_;
+  std::shared_ptr<slot> slot_;
+  std::atomic<int> state_{kUnanswered};
+};
+
+responder::responder(std::shared_ptr<connection_bridge> b) : bridge_(std::move(b)) {}
+
+void responder::send(response r) const {
+  if (bridge_ && bridge_->claim(connection_bridge::kUnanswered, connection_bridge::kSent))
+    bridge_->push(op_kind::send, std::move(r));
+}
+
+void responder::start_stream(response head, std::function<void()> on_drain) const {
+  if (bridge_ && bridge_->claim(connection_bridge::kUnanswered, connection_bridge::kStreaming))
+    bridge_->push(op_kind::start_stream, std::move(head), std::move(on_drain));
+}
+
+void responder::send_chunk(std::string data) const {
+  // An empty chunk would read as the terminating one.
+  if (bridge_ && !data.empty() && bridge_->streaming())
+    bridge_->push(op_kind::chunk, {}, {}, std::move(data));
+}
+
+void responder::end_stream(std::vector<header> trailers) const {
+  if (bridge_ && bridge_->claim(connection_bridge::kStreaming, connection_bridge::kFinished))
+    bridge_->push(op_kind::end_stream, {}, {}, {}, std::move(trailers));
+}
+
+void responder::abort() const {
+  if (!bridge_) return;
+  int prev = bridge_->state().exchange(connection_bridge::kFinished);
+  if (prev != connection_bridge::kFinished && prev != connection_bridge::kSent)
+    bridge_->push(op_kind::abort);
+}
+
+bool responder::connected() const { return bridge_ && bridge_->connected(); }
+
+// One uv_write: a contiguous buffer for small pieces plus moved-in large bodies.
+struct out_batch {
+  uv_write_t req;
+  connection* conn = nullptr;
+  std::string inline_buf;
+  std::vector<std::string> owned;
+  // Segments in order: owned index, or (~0, offset, len) in inline_buf.
+  struct segment {
+    std::size_t owned_index;
+    std::size_t offset;
+    std::size_t len;
+  };
+  std::vector<segment> segments;
+  std::vector<uv_buf_t> bufs;
+  std::size_t bytes = 0;
+
+  bool empty() const { return bytes == 0; }
+  // Registers inline_buf[start, end) (just appended) as the next piece of the write.
+  void note_inline(std::size_t start) {
+    std::size_t len = inline_buf.size() - start;
+    if (len == 0) return;
+    if (!segments.empty() && segments.back().owned_index == SIZE_MAX &&
+        segments.back().offset + segments.back().len == start) {
+      segments.back().len += len;
+    } else {
+      segments.push_back({SIZE_MAX, start, len});
+    }
+    bytes += len;
+  }
+  void append_small(std::string_view s) {
+    std::size_t start = inline_buf.size();
+    inline_buf.append(s);
+    note_inline(start);
+  }
+  void append_owned(std::string&& s) {
+    if (s.size() <= kInlineBody) {
+      append_small(s);
+      return;
+    }
+    bytes += s.size();
+    segments.push_back({owned.size(), 0, s.size()});
+    owned.push_back(std::move(s));
+  }
+  void reset() {
+    inline_buf.clear();
+    owned.clear();
+    segments.clear();
+    bufs.clear();
+    bytes = 0;
+    conn = nullptr;
+  }
+};
+
+struct connection {
+  server::impl* srv = nullptr;
+  uv_tcp_t tcp;
+  uv_timer_t timer;
+  request_parser parser;
+  std::deque<std::shared_ptr<slot>> pending;  // in request order; front answers first
+  std::string stash;  // bytes read but not parsed while too many requests are in flight
+  out_batch* out = nullptr;  // being filled during this callback
+  std::size_t queued = 0;    // bytes handed to uv_write, not yet completed
+  std::uint64_t idle_since = 0;
+  std::uint64_t request_start = 0;
+  std::uint64_t timer_due = 0;
+  int open_handles = 0;
+  bool reading = false;
+  bool read_paused = false;   // too many requests in flight
+  bool stop_reading = false;  // no further requests on this connection
+  bool close_after_write = false;
+  bool shutting_down = false;  // FIN sent, lingering
+  bool closing = false;
+  bool continue_wanted = false;
+  bool dirty = false;
+  bool resume_queued = false;
+  bool eof = false;
+  connection* prev = nullptr;  // all live connections, for shutdown
+  connection* next = nullptr;
+
+  explicit connection(parser_limits lim) : parser(lim) {}
+};
+
+struct server::impl {
+  server_config cfg;
+  request_handler handler;
+  uv_loop_t loop;
+  uv_tcp_t listener;
+  uv_async_t async;
+  uv_signal_t sigint, sigterm;
+  uv_timer_t grace_timer;
+  bool listening = false;
+  bool stopping = false;
+  bool loop_closed = false;
+  bool signals_started = false;
+  bool grace_started = false;
+  std::uint16_t bound_port = 0;
+  std::shared_ptr<bridge_hub> hub = std::make_shared<bridge_hub>();
+  connection* conns = nullptr;
+  std::size_t conn_count = 0;
+  int depth = 0;  // nesting of our callbacks; work is settled when the outermost ends
+  std::vector<bridge_op> local_ops;  // answers given on the loop thread itself
+  std::vector<connection*> dirty;
+  std::vector<connection*> resume;
+  std::vector<out_batch*> batch_pool;
+  char read_buf[kReadBufferSize];
+  std::time_t date_time = 0;
+  std::string date;
+  std::uint64_t last_accept_log = 0;
+
+  impl(server_config c, request_handler h) : cfg(std::move(c)), handler(std::move(h)) {
+    if (int rc = uv_loop_init(&loop); rc != 0)
+      throw std::runtime_error(std::string("uv_loop_init: ") + uv_strerror(rc));
+    loop.data = this;
+    uv_async_init(&loop, &async, on_async);
+    async.data = this;
+    hub->async = &async;
+    hub->loop_owner = this;
+    uv_tcp_init(&loop, &listener);
+    listener.data = this;
+    uv_timer_init(&loop, &grace_timer);
+    grace_timer.data = this;
+  }
+
+  // ---- callback scope: settle loop-thread answers and flush writes on exit --------------
+  struct scope {
+    impl* s;
+    explicit scope(impl* x) : s(x) { ++s->depth; }
+    ~scope() {
+      if (--s->depth == 0) s->settle();
+    }
+  };
+
+  void settle() {
+    ++depth;  // work done here must not recurse into settle
+    for (;;) {
+      if (!local_ops.empty()) {
+        std::vector<bridge_op> ops;
+        ops.swap(local_ops);
+        for (auto& op : ops) apply(op);
+        continue;
+      }
+      if (!resume.empty()) {
+        connection* c = resume.back();
+        resume.pop_back();
+        c->resume_queued = false;
+        resume_reading(c);
+        continue;
+      }
+      if (!dirty.empty()) {
+        std::vector<connection*> batch_conns;
+        batch_conns.swap(dirty);
+        for (connection* c : batch_conns) {
+          c->dirty = false;
+          flush(c);
+        }
+        continue;
+      }
+      break;
+    }
+    --depth;
+    maybe_finish_shutdown();
+  }
+
+  // ---- listening ---------------------------------------------------------------------------
+  void listen() {
+    std::string host = cfg.host;
+    if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
+      host = host.substr(1, host.size() - 2);
+    std::string shown = (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" +
+                        std::to_string(cfg.port);
+    auto fail = [&](const std::string& why) {
+      throw std::runtime_error("listen tcp " + shown + ": " + why);
+    };
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+    addrinfo* res = nullptr;
+    std::string port = std::to_string(cfg.port);
+    int gai = getaddrinfo(host.empty() ? nullptr : host.c_str(), port.c_str(), &hints, &res);
+    if (gai != 0) fail(gai_strerror(gai));
+    // Prefer IPv4 for names like "localhost", as Go's listener does.
+    const addrinfo* pick = res;
+    for (const addrinfo* a = res; a != nullptr; a = a->ai_next)
+      if (a->ai_family == AF_INET) {
+        pick = a;
+        break;
+      }
+    int rc = uv_tcp_bind(&listener, pick->ai_addr, 0);
+    freeaddrinfo(res);
+    if (rc == 0) rc = uv_listen(reinterpret_cast<uv_stream_t*>(&listener), kBacklog, on_accept);
+    if (rc != 0) fail(uv_strerror(rc));
+    sockaddr_storage ss{};
+    int len = sizeof ss;
+    uv_tcp_getsockname(&listener, reinterpret_cast<sockaddr*>(&ss), &len);
+    bound_port = ntohs(ss.ss_family == AF_INET6
+                           ? reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port
+                           : reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
+    listening = true;
+  }
+
+  static void on_accept(uv_stream_t* l, int status) {
+    auto* s = static_cast<impl*>(l->data);
+    scope sc(s);
+    if (status < 0) {
+      s->log_accept_error(status);
+      return;
+    }
+    auto* c = new connection(
+        parser_limits{s->cfg.max_body_bytes, s->cfg.max_header_bytes, s->cfg.max_request_line});
+    c->srv = s;
+    uv_tcp_init(&s->loop, &c->tcp);
+    c->tcp.data = c;
+    c->open_handles = 1;
+    if (int rc = uv_accept(l, reinterpret_cast<uv_stream_t*>(&c->tcp)); rc < 0) {
+      // EMFILE and friends: log, drop this one, keep serving the others.
+      s->log_accept_error(rc);
+      uv_close(reinterpret_cast<uv_handle_t*>(&c->tcp),
+               [](uv_handle_t* h) { delete static_cast<connection*>(h->data); });
+      return;
+    }
+    uv_timer_init(&s->loop, &c->timer);
+    c->timer.data = c;
+    c->open_handles = 2;
+    uv_tcp_nodelay(&c->tcp, 1);
+    c->next = s->conns;
+    if (s->conns) s->conns->prev = c;
+    s->conns = c;
+    ++s->conn_count;
+    c->idle_since = uv_now(&s->loop);
+    s->arm_timer(c, c->idle_since + s->cfg.idle_timeout.count());
+    s->start_reading(c);
+  }
+
+  void log_accept_error(int rc) {
+    std::uint64_t now = uv_now(&loop);
+    // One line per second at most: an fd shortage can fail thousands of accepts.
+    if (last_accept_log == 0 || now - last_accept_log >= 1000) {
+      last_accept_log = now;
+      log_line("shellctl: http: accept failed: %s%s", uv_strerror(rc),
+               rc == UV_EMFILE || rc == UV_ENFILE ? " (still serving)" : "");
+    }
+  }
+
+  // ---- reading -----------------------------------------------------------------------------
+  void start_reading(connection* c) {
+    if (c->reading || c->closing) return;
+    c->reading = true;
+    uv_read_start(reinterpret_cast<uv_stream_t*>(&c->tcp), on_alloc, on_read);
+  }
+
+  void stop_read(connection* c) {
+    if (!c->reading) return;
+    c->reading = false;
+    uv_read_stop(reinterpret_cast<uv_stream_t*>(&c->tcp));
+  }
+
+  static void on_alloc(uv_handle_t* h, std::size_t, uv_buf_t* buf) {
+    // One buffer for all connections: on_read consumes (or stashes) it synchronously.
+    auto* c = static_cast<connection*>(h->data);
+    *buf = uv_buf_init(c->srv->read_buf, sizeof c->srv->read_buf);
+  }
+
+  static void on_read(uv_stream_t* st, ssize_t n, const uv_buf_t* buf) {
+    auto* c = static_cast<connection*>(st->data);
+    impl* s = c->srv;
+    scope sc(s);
+    if (c->shutting_down) {
+      // Lingering after our FIN: discard until the peer closes.
+      if (n < 0) s->close_conn(c);
+      return;
+    }
+    if (n < 0) {
+      if (n == UV_EOF && !c->pending.empty()) {
+        // Half-closed: still answer what was asked (like Go), but tell long-polls.
+        c->eof = true;
+        for (auto& sl : c->pending) sl->open.store(false);
+        s->stop_read(c);
+        c->stop_reading = true;
+        c->close_after_write = true;
+        return;
+      }
+      s->close_conn(c);
+      return;
+    }
+    if (n == 0) return;
+    s->process(c, buf->base, static_cast<std::size_t>(n));
+  }
+
+  // Parses bytes and dispatches complete requests, in order.
+  void process(connection* c, const char* data, std::size_t len) {
+    std::uint64_t now = uv_now(&loop);
+    while (len > 0 && !c->closing && !c->stop_reading) {
+      if (!c->parser.in_message()) c->request_start = now;
+      auto r = c->parser.feed(data, len);
+      data += r.consumed;
+      len -= r.consumed;
+      switch (r.ev) {
+        case request_parser::event::need_more:
+          if (r.consumed == 0) len = 0;
+          break;
+        case request_parser::event::expect_continue:
+          c->continue_wanted = true;
+          break;
+        case request_parser::event::request:
+          c->continue_wanted = false;
+          dispatch(c);
+          if (!c->stop_reading && c->pending.size() >= kMaxPending && len > 0) {
+            c->stash.assign(data, len);
+            len = 0;
+            c->read_paused = true;
+            stop_read(c);
+          }
+          break;
+        case request_parser::event::error: {
+          const parse_error& e = c->parser.error();
+          queue_error(c, e.status, e.code, e.message);
+          len = 0;
+          break;
+        }
+      }
+    }
+    if (c->closing) return;
+    if (c->pending.size() >= kMaxPending && !c->read_paused && !c->stop_reading) {
+      c->read_paused = true;
+      stop_read(c);
+    }
+    if (c->continue_wanted && c->parser.in_message() && c->pending.empty()) send_continue(c);
+    // A request started and still incomplete: its deadline may be sooner than the timer's.
+    if (c->parser.in_message() && c->pending.empty())
+      arm_timer(c, c->request_start + cfg.request_timeout.count());
+  }
+
+  void send_continue(connection* c) {
+    c->continue_wanted = false;
+    batch(c).append_small("HTTP/1.1 100 Continue\r\n\r\n");
+  }
+
+  void dispatch(connection* c) {
+    auto sl = std::make_shared<slot>();
+    sl->conn = c;
+    sl->keep_alive = c->parser.keep_alive() && !stopping;
+    sl->http_1_0 = c->parser.http_1_0();
+    request req = c->parser.take();
+    sl->head_request = req.method == "HEAD";
+    if (!sl->keep_alive) {
+      c->stop_reading = true;
+      stop_read(c);
+    }
+    c->pending.push_back(sl);
+    responder resp(std::make_shared<connection_bridge>(hub, sl));
+    try {
+      handler(std::move(req), std::move(resp));
+    } catch (const std::exception& e) {
+      respond_internal(sl, e.what());
+    } catch (...) {
+      respond_internal(sl, "request handler failed");
+    }
+  }
+
+  // The handler threw: answer 500 unless it already answered.
+  void respond_internal(const std::shared_ptr<slot>& sl, const char* what) {
+    if (sl->st != slot::state::waiting) return;
+    response r;
+    r.status = 500;
+    r.headers.push_back({"Content-Type", "application/json"});
+    r.body = error_body("internal_error", what);
+    sl->resp = std::move(r);
+    sl->st = slot::state::ready;
+    if (sl->conn) advance(sl->conn);
+  }
+
+  // A front error (D13): answered in order after what is in flight, then the connection ends.
+  void queue_error(connection* c, int status, std::string_view code, std::string_view msg) {
+    auto sl = std::make_shared<slot>();
+    sl->conn = c;
+    sl->keep_alive = false;
+    sl->close_after = true;
+    sl->resp.status = status;
+    sl->resp.headers.push_back({"Content-Type", "application/json"});
+    sl->resp.body = error_body(code, msg);
+    sl->st = slot::state::ready;
+    c->stop_reading = true;
+    stop_read(c);
+    c->pending.push_back(std::move(sl));
+    advance(c);
+  }
+
+  void resume_reading(connection* c) {
+    if (c->closing || c->stop_reading) return;
+    c->read_paused = false;
+    if (!c->stash.empty()) {
+      std::string bytes;
+      bytes.swap(c->stash);
+      process(c, bytes.data(), bytes.size());
+    }
+    if (!c->closing && !c->read_paused && !c->stop_reading) start_reading(c);
+  }
+
+  // ---- answers -----------------------------------------------------------------------------
+  static void on_async(uv_async_t* a) {
+    auto* s = static_cast<impl*>(a->data);
+    scope sc(s);
+    std::vector<bridge_op> ops;
+    {
+      std::lock_guard<std::mutex> lk(s->hub->mu);
+      ops.swap(s->hub->ops);
+    }
+    for (auto& op : ops) s->apply(op);
+  }
+
+  void apply(bridge_op& op) {
+    if (op.kind == op_kind::stop) {
+      begin_shutdown();
+      return;
+    }
+    slot* sl = op.target.get();
+    connection* c = sl->conn;
+    switch (op.kind) {
+      case op_kind::send:
+        if (sl->st != slot::state::waiting) return;
+        sl->resp = std::move(op.resp);
+        sl->st = slot::state::ready;
+        break;
+      case op_kind::dropped:
+        if (sl->st != slot::state::waiting) return;
+        sl->resp.status = 500;
+        sl->resp.headers.push_back({"Content-Type", "application/json"});
+        sl->resp.body = error_body("internal_error", "request was dropped without an answer");
+        sl->st = slot::state::ready;
+        break;
+      case op_kind::start_stream:
+        if (sl->st != slot::state::waiting) return;
+        sl->resp = std::move(op.resp);
+        sl->on_drain = std::move(op.on_drain);
+        sl->st = slot::state::streaming;
+        break;
+      case op_kind::chunk:
+        if (sl->st != slot::state::streaming || sl->ended || sl->aborted) return;
+        if (c && sl->head_written) {
+          write_chunk(c, sl, std::move(op.data));
+          return;
+        }
+        sl->chunks.push_back(std::move(op.data));
+        return;
+      case op_kind::end_stream:
+        if (sl->st != slot::state::streaming || sl->ended || sl->aborted) return;
+        sl->ended = true;
+        sl->trailers = std::move(op.trailers);
+        break;
+      case op_kind::abort:
+        if (sl->st == slot::state::done) return;
+        sl->aborted = true;
+        if (sl->st == slot::state::waiting) sl->st = slot::state::streaming;
+        break;
+      case op_kind::stop:
+        break;
+    }
+    if (c) advance(c);
+  }
+
+  // Writes whatever the front of the queue allows, in order.
+  void advance(connection* c) {
+    while (!c->closing && !c->pending.empty()) {
+      slot* sl = c->pending.front().get();
+      if (sl->st == slot::state::waiting) break;
+      if (sl->aborted) {
+        // Cut off: no terminating chunk. What was already written is dropped too.
+        close_conn(c);
+        return;
+      }
+      bool closes = !sl->keep_alive || sl->close_after || c->close_after_write || stopping;
+      if (sl->st == slot::state::ready) {
+        write_response(c, sl, closes);
+        finish_front(c, closes);
+        continue;
+      }
+      // streaming
+      if (!sl->head_written) {
+        write_stream_head(c, sl, closes);
+        sl->head_written = true;
+        sl->drain_armed = true;  // on_drain once the head is out
+        for (auto& ch : sl->chunks) write_chunk(c, sl, std::move(ch));
+        sl->chunks.clear();
+        if (sl->head_request) {
+          // HEAD: the head is the whole answer; later chunks go nowhere (connected() false).
+          sl->open.store(false);
+          finish_front(c, closes || sl->http_1_0);
+          continue;
+        }
+      }
+      if (!sl->ended) break;
+      write_stream_end(c, sl);
+      // HTTP/1.0 streams end with the connection.
+      finish_front(c, closes || sl->http_1_0);
+    }
+    if (!c->closing && c->pending.empty()) {
+      if (c->close_after_write) {
+        if (c->queued == 0 && (c->out == nullptr || c->out->empty())) finish_conn(c);
+        return;
+      }
+      if (stopping) {
+        c->close_after_write = true;
+        if (c->queued == 0 && (c->out == nullptr || c->out->empty())) finish_conn(c);
+        return;
+      }
+      c->idle_since = uv_now(&loop);
+      if (c->continue_wanted && c->parser.in_message()) send_continue(c);
+      if (c->parser.in_message()) arm_timer(c, c->request_start + cfg.request_timeout.count());
+      if (c->read_paused && !c->resume_queued) {
+        c->resume_queued = true;
+        resume.push_back(c);
+      }
+    } else if (!c->closing && c->read_paused && c->pending.size() < kMaxPending / 2 &&
+               !c->resume_queued) {
+      c->resume_queued = true;
+      resume.push_back(c);
+    }
+  }
+
+  void finish_front(connection* c, bool closes) {
+    auto sl = std::move(c->pending.front());
+    c->pending.pop_front();
+    sl->st = slot::state::done;
+    sl->conn = nullptr;
+    sl->on_drain = nullptr;
+    if (closes) {
+      c->close_after_write = true;
+      c->stop_reading = true;
+      stop_read(c);
+      // Anything after a closing answer is never answered.
+      for (auto& rest : c->pending) {
+        rest->conn = nullptr;
+        rest->open.store(false);
+      }
+      c->pending.clear();
+    }
+  }
+
+  const std::string& date_value() {
+    std::time_t t = std::time(nullptr);
+    if (t != date_time) {
+      date_time = t;
+      date = wire::http_date(t);
+    }
+    return date;
+  }
+
+  static bool reserved_header(std::string_view n) {
+    return wire::iequals(n, "Content-Length") || wire::iequals(n, "Date") ||
+           wire::iequals(n, "Connection") || wire::iequals(n, "Transfer-Encoding");
+  }
+
+  void write_response(connection* c, slot* sl, bool closes) {
+    out_batch& b = batch(c);
+    response& r = sl->resp;
+    bool no_body = r.status == 204 || r.status == 304 || (r.status >= 100 && r.status < 200);
+    std::string& o = b.inline_buf;
+    std::size_t start = o.size();
+    char line[64];
+    int n = std::snprintf(line, sizeof line, "HTTP/1.1 %d ", r.status);
+    o.append(line, static_cast<std::size_t>(n));
+    o.append(wire::reason_phrase(r.status));
+    o += "\r\n";
+    for (const auto& h : r.headers) {
+      if (reserved_header(h.name)) continue;
+      o += h.name;
+      o += ": ";
+      o += h.value;
+      o += "\r\n";
+    }
+    if (!no_body) {
+      n = std::snprintf(line, sizeof line, "Content-Length: %zu\r\n", r.body.size());
+      o.append(line, static_cast<std::size_t>(n));
+    }
+    o += "Date: ";
+    o += date_value();
+    o += "\r\n";
+    if (closes) o += "Connection: close\r\n";
+    else if (sl->http_1_0) o += "Connection: keep-alive\r\n";
+    o += "\r\n";
+    b.note_inline(start);
+    if (!no_body && !sl->head_request) b.append_owned(std::move(r.body));
+    r = response{};
+  }
+
+  void write_stream_head(connection* c, slot* sl, bool closes) {
+    out_batch& b = batch(c);
+    response& r = sl->resp;
+    std::string& o = b.inline_buf;
+    std::size_t start = o.size();
+    char line[64];
+    int n = std::snprintf(line, sizeof line, "HTTP/1.1 %d ", r.status);
+    o.append(line, static_cast<std::size_t>(n));
+    o.append(wire::reason_phrase(r.status));
+    o += "\r\n";
+    for (const auto& h : r.headers) {
+      if (reserved_header(h.name)) continue;
+      if (sl->http_1_0 && wire::iequals(h.name, "Trailer")) continue;
+      o += h.name;
+      o += ": ";
+      o += h.value;
+      o += "\r\n";
+    }
+    if (!sl->http_1_0) o += "Transfer-Encoding: chunked\r\n";
+    o += "Date: ";
+    o += date_value();
+    o += "\r\n";
+    if (closes || sl->http_1_0) o += "Connection: close\r\n";
+    o += "\r\n";
+    b.note_inline(start);
+    r = response{};
+  }
+
+  void write_chunk(connection* c, slot* sl, std::string data) {
+    sl->drain_armed = true;
+    if (sl->head_request) return;
+    out_batch& b = batch(c);
+    if (sl->http_1_0) {
+      b.append_owned(std::move(data));
+      return;
+    }
+    std::string size;
+    wire::append_hex(size, data.size());
+    size += "\r\n";
+    b.append_small(size);
+    b.append_owned(std::move(data));
+    b.append_small("\r\n");
+  }
+
+  void write_stream_end(connection* c, slot* sl) {
+    if (sl->head_request || sl->http_1_0) return;
+    std::string t = "0\r\n";
+    for (const auto& h : sl->trailers) {
+      t += h.name;
+      t += ": ";
+      t += h.value;
+      t += "\r\n";
+    }
+    t += "\r\n";
+    batch(c).append_small(t);
+  }
+
+  out_batch& batch(connection* c) {
+    if (c->out == nullptr) {
+      if (batch_pool.empty()) {
+        c->out = new out_batch;
+      } else {
+        c->out = batch_pool.back();
+        batch_pool.pop_back();
+      }
+      c->out->conn = c;
+    }
+    if (!c->dirty) {
+      c->dirty = true;
+      dirty.push_back(c);
+    }
+    return *c->out;
+  }
+
+  void recycle(out_batch* b) {
+    b->reset();
+    // Keep a few warm batches; a huge inline buffer is not worth keeping.
+    if (batch_pool.size() < 64 && b->inline_buf.capacity() <= (64u << 10))
+      batch_pool.push_back(b);
+    else
+      delete b;
+  }
+
+  void flush(connection* c) {
+    out_batch* b = c->out;
+    if (b == nullptr || c->closing) return;
+    c->out = nullptr;
+    if (b->empty()) {
+      recycle(b);
+      return;
+    }
+    b->bufs.clear();
+    for (const auto& sg : b->segments) {
+      if (sg.owned_index == SIZE_MAX)
+        b->bufs.push_back(uv_buf_init(b->inline_buf.data() + sg.offset,
+                                      static_cast<unsigned>(sg.len)));
+      else
+        b->bufs.push_back(uv_buf_init(b->owned[sg.owned_index].data(),
+                                      static_cast<unsigned>(sg.len)));
+    }
+    b->req.data = b;
+    c->queued += b->bytes;
+    int rc = uv_write(&b->req, reinterpret_cast<uv_stream_t*>(&c->tcp), b->bufs.data(),
+                      static_cast<unsigned>(b->bufs.size()), on_write);
+    if (rc < 0) {
+      c->queued -= b->bytes;
+      recycle(b);
+      close_conn(c);
+    }
+  }
+
+  static void on_write(uv_write_t* req, int status) {
+    auto* b = static_cast<out_batch*>(req->data);
+    connection* c = b->conn;
+    impl* s = c->srv;
+    scope sc(s);
+    c->queued -= b->bytes;
+    s->recycle(b);
+    if (c->closing) return;
+    if (status < 0) {
+      s->close_conn(c);
+      return;
+    }
+    // Back-pressure: the stream at the front may produce more now.
+    if (!c->pending.empty() && c->queued < kLowWater) {
+      auto sl = c->pending.front();
+      if (sl->st == slot::state::streaming && sl->head_written && sl->drain_armed &&
+          !sl->ended && !sl->aborted && sl->on_drain) {
+        sl->drain_armed = false;
+        try {
+          sl->on_drain();
+        } catch (...) {
+          sl->aborted = true;
+          s->advance(c);
+        }
+      }
+    }
+    if (c->close_after_write && c->pending.empty() && c->queued == 0 &&
+        (c->out == nullptr || c->out->empty()))
+      s->finish_conn(c);
+  }
+
+  // ---- closing -----------------------------------------------------------------------------
+  // After the last answer: send FIN, then linger reading (and discarding) so the peer gets
+  // the answer even if it was still sending a body we refused (no RST on unread data).
+  void finish_conn(connection* c) {
+    if (c->closing || c->shutting_down) return;
+    if (c->out != nullptr && !c->out->empty()) return;  // flush first; on_write comes back
+    c->shutting_down = true;
+    auto* req = new uv_shutdown_t;
+    req->data = c;
+    int rc = uv_shutdown(req, reinterpret_cast<uv_stream_t*>(&c->tcp), [](uv_shutdown_t* r, int st) {
+      auto* cc = static_cast<connection*>(r->data);
+      delete r;
+      if (cc->closing) return;
+      impl* s = cc->srv;
+      scope sc(s);
+      if (st < 0 || cc->eof) {
+        s->close_conn(cc);
+        return;
+      }
+      s->start_reading(cc);
+    });
+    if (rc < 0) {
+      delete req;
+      close_conn(c);
+      return;
+    }
+    arm_timer(c, uv_now(&loop) + kLingerMs, true);
+  }
+
+  void close_conn(connection* c) {
+    if (c->closing) return;
+    c->closing = true;
+    for (auto& sl : c->pending) {
+      sl->conn = nullptr;
+      sl->open.store(false);
+      sl->on_drain = nullptr;
+    }
+    c->pending.clear();
+    if (c->out != nullptr) {
+      recycle(c->out);
+      c->out = nullptr;
+    }
+    if (c->prev) c->prev->next = c->next;
+    else conns = c->next;
+    if (c->next) c->next->prev = c->prev;
+    --conn_count;
+    auto closed = [](uv_handle_t* h) {
+      auto* cc = static_cast<connection*>(h->data);
+      if (--cc->open_handles == 0) delete cc;
+    };
+    uv_close(reinterpret_cast<uv_handle_t*>(&c->tcp), closed);
+    uv_close(reinterpret_cast<uv_handle_t*>(&c->timer), closed);
+  }
+
+  // ---- timers --------------------------------------------------------------------------------
+  // One timer per connection, re-armed lazily: moving a deadline later costs nothing (the
+  // callback re-checks and re-arms); only an earlier deadline restarts the timer.
+  void arm_timer(connection* c, std::uint64_t due, bool force = false) {
+    if (c->closing) return;
+    if (!force && c->timer_due != 0 && c->timer_due <= due) return;
+    c->timer_due = due;
+    std::uint64_t now = uv_now(&loop);
+    uv_timer_start(&c->timer, on_timer, due > now ? due - now : 0, 0);
+  }
+
+  static void on_timer(uv_timer_t* t) {
+    auto* c = static_cast<connection*>(t->data);
+    impl* s = c->srv;
+    scope sc(s);
+    c->timer_due = 0;
+    std::uint64_t now = uv_now(&s->loop);
+    if (c->shutting_down) {
+      s->close_conn(c);
+      return;
+    }
+    if (!c->pending.empty() || c->close_after_write || c->stop_reading) {
+      // A request in the handler's hands (or an answer being written) never times out.
+      s->arm_timer(c, now + s->cfg.idle_timeout.count());
+      return;
+    }
+    if (c->parser.in_message()) {
+      std::uint64_t due = c->request_start + s->cfg.request_timeout.count();
+      if (now >= due) {
+        s->queue_error(c, 408, "request_timeout", "request not received in time");
+        s->arm_timer(c, now + s->cfg.idle_timeout.count());
+        return;
+      }
+      s->arm_timer(c, due);
+      return;
+    }
+    std::uint64_t due = c->idle_since + s->cfg.idle_timeout.count();
+    if (now >= due) {
+      s->close_conn(c);
+      return;
+    }
+    s->arm_timer(c, due);
+  }
+
+  // ---- shutdown ------------------------------------------------------------------------------
+  static void on_signal(uv_signal_t* h, int) {
+    auto* s = static_cast<impl*>(h->data);
+    scope sc(s);
+    s->begin_shutdown();
+  }
+
+  void begin_shutdown() {
+    if (stopping) return;
+    stopping = true;
+    if (listening) {
+      listening = false;
+      uv_close(reinterpret_cast<uv_handle_t*>(&listener), nullptr);
+    }
+    for (connection* c = conns; c != nullptr;) {
+      connection* next = c->next;
+      if (c->pending.empty() && !c->close_after_write) {
+        close_conn(c);  // idle, or a request only partly received
+      } else {
+        c->stop_reading = true;
+        stop_read(c);
+        c->close_after_write = true;
+      }
+      c = next;
+    }
+    grace_started = true;
+    uv_timer_start(&grace_timer, on_grace, static_cast<std::uint64_t>(cfg.shutdown_grace.count()), 0);
+  }
+
+  static void on_grace(uv_timer_t* t) {
+    auto* s = static_cast<impl*>(t->data);
+    scope sc(s);
+    for (connection* c = s->conns; c != nullptr;) {
+      connection* next = c->next;
+      s->close_conn(c);
+      c = next;
+    }
+  }
+
+  void maybe_finish_shutdown() {
+    if (!stopping || conn_count != 0 || loop_closed) return;
+    loop_closed = true;
+    uv_timer_stop(&grace_timer);
+    uv_close(reinterpret_cast<uv_handle_t*>(&grace_timer), nullptr);
+    if (signals_started) {
+      uv_close(reinterpret_cast<uv_handle_t*>(&sigint), nullptr);
+      uv_close(reinterpret_cast<uv_handle_t*>(&sigterm), nullptr);
+    }
+    {
+      std::lock_guard<std::mutex> lk(hub->mu);
+      hub->async = nullptr;
+      hub->ops.clear();
+    }
+    uv_close(reinterpret_cast<uv_handle_t*>(&async), nullptr);
+  }
+
+  void run() {
+    {
+      std::lock_guard<std::mutex> lk(hub->mu);
+      hub->loop_thread = std::this_thread::get_id();
+    }
+    if (cfg.handle_signals) {
+      uv_signal_init(&loop, &sigint);
+      uv_signal_init(&loop, &sigterm);
+      sigint.data = sigterm.data = this;
+      uv_signal_start(&sigint, on_signal, SIGINT);
+      uv_signal_start(&sigterm, on_signal, SIGTERM);
+      signals_started = true;
+    }
+    // A stop() before run() already woke the async handle: it is handled on the first turn.
+    uv_run(&loop, UV_RUN_DEFAULT);
+  }
+
+  ~impl() {
+    if (!loop_closed) {
+      // run() never ran (or never finished): close what is open and let the loop settle.
+      stopping = true;
+      for (connection* c = conns; c != nullptr;) {
+        connection* next = c->next;
+        close_conn(c);
+        c = next;
+      }
+      if (listening || !uv_is_closing(reinterpret_cast<uv_handle_t*>(&listener)))
+        uv_close(reinterpret_cast<uv_handle_t*>(&listener), nullptr);
+      maybe_finish_shutdown();
+      uv_run(&loop, UV_RUN_DEFAULT);
+    }
+    uv_loop_close(&loop);
+    for (auto* b : batch_pool) delete b;
+  }
+};
+
+void bridge_hub::push(bridge_op op) {
+  std::lock_guard<std::mutex> lk(mu);
+  if (async == nullptr) return;  // the loop is gone: the answer has nobody to go to
+  if (std::this_thread::get_id() == loop_thread) {
+    // On the loop thread (inside the handler, on_drain, ...): no need to wake ourselves;
+    // the callback scope settles these before it returns.
+    loop_owner->local_ops.push_back(std::move(op));
+    return;
+  }
+  bool wake = ops.empty();       // a non-empty queue already has a wake-up on its way
+  ops.push_back(std::move(op));
+  if (wake) uv_async_send(async);
+}
+
+server::server(server_config cfg, request_handler handler)
+    : impl_(std::make_unique<impl>(std::move(cfg), std::move(handler))) {}
+
+server::~server() = default;
+
+void server::listen() { impl_->listen(); }
+
+std::uint16_t server::port() const { return impl_->bound_port; }
+
+void server::run() { impl_->run(); }
+
+void server::stop() { impl_->hub->push(bridge_op{op_kind::stop, nullptr, {}, {}, {}, {}}); }
+
+}  // namespace shellctl::io::http

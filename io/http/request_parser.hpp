@@ -1,0 +1,105 @@
+#pragma once
+// The llhttp wrapper: bytes in, complete requests (or one error) out. No sockets, no
+// clock, so the server, the unit tests and the fuzzer all drive it the same way.
+//
+//   request_parser p{limits};
+//   while (len > 0) {
+//     auto r = p.feed(data, len);
+//     data += r.consumed; len -= r.consumed;
+//     if (r.ev == event::request) handle(p.take());
+//     else if (r.ev == event::expect_continue) maybe send "100 Continue";
+//     else if (r.ev == event::error) { answer p.error(); close; }
+//   }
+//
+// `feed` stops right after each complete request, so a caller can stop reading when it
+// has too many requests in flight and keep the rest of the bytes for later.
+#include <llhttp.h>
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include "io/http/server.hpp"
+
+namespace shellctl::io::http {
+
+struct parser_limits {
+  std::size_t max_body_bytes = 64u << 20;    // 413 above
+  std::size_t max_header_bytes = 64u << 10;  // 431 above (whole header block, or trailers)
+  std::size_t max_request_line = 16u << 10;  // 414 above
+};
+
+// What the front answers when a request cannot be parsed (decision D13 envelope).
+struct parse_error {
+  int status = 400;
+  std::string_view code = "bad_request";
+  std::string message;
+};
+
+class request_parser {
+ public:
+  enum class event {
+    need_more,        // every byte consumed, no complete request yet
+    request,          // a complete request is ready: take() it
+    expect_continue,  // headers with "Expect: 100-continue" and a body to come
+    error,            // error() tells what to answer; the parser stays failed
+  };
+  struct result {
+    event ev;
+    std::size_t consumed;  // bytes of the input used; feed the rest again
+  };
+
+  explicit request_parser(parser_limits limits = {});
+  request_parser(const request_parser&) = delete;
+  request_parser& operator=(const request_parser&) = delete;
+
+  result feed(const char* data, std::size_t len);
+  result feed(std::string_view s) { return feed(s.data(), s.size()); }
+
+  // The request completed by the last feed (call once after event::request).
+  request take();
+  // Of the request last reported: may the connection carry another request after it?
+  // False for HTTP/1.0 without keep-alive, "Connection: close", and upgrade requests.
+  bool keep_alive() const { return keep_alive_; }
+  // Of the request last reported: HTTP/1.0 (no chunked responses possible).
+  bool http_1_0() const { return http_1_0_; }
+  // Some bytes of a request have arrived and it is not complete yet.
+  bool in_message() const { return in_message_; }
+  // After the last request (an upgrade or CONNECT), further bytes are not HTTP: ignored.
+  bool finished() const { return finished_; }
+  bool failed() const { return failed_; }
+  const parse_error& error() const { return error_; }
+
+  struct callbacks;  // the llhttp_settings_t glue (request_parser.cpp)
+
+ private:
+  int fail(int status, std::string_view code, std::string message);
+  void finish_header();
+
+  llhttp_t parser_;
+  parser_limits limits_;
+  request current_;
+  std::string field_;
+  std::string value_;
+  std::size_t header_bytes_ = 0;  // header block (or trailer block) so far
+  std::size_t head_bytes_ = 0;    // raw bytes fed while the head was incomplete
+  std::size_t body_bytes_ = 0;
+  bool in_message_ = false;
+  bool url_done_ = false;
+  bool headers_done_ = false;  // later header callbacks are trailers
+  bool have_field_ = false;
+  bool ready_ = false;
+  bool expect_pending_ = false;
+  bool keep_alive_ = true;
+  bool http_1_0_ = false;
+  bool failed_ = false;
+  bool finished_ = false;
+  bool error_set_ = false;
+  parse_error error_;
+};
+
+// Splits a request-target into path and query; absolute-form targets
+// ("http://host/p?q") give their path ("/p"), as Go's server routes them.
+void split_target(std::string_view target, std::string& path, std::string& query);
+
+}  // namespace shellctl::io::http
