@@ -191,25 +191,11 @@ std::optional<double> parse_float(const std::optional<std::string>& s) {
 void dispatch(caf::event_based_actor* self, const router_config& cfg, const caf::actor& registry,
               http_call& call) {
   auto& req = call.req;
+  if (auto r = stateless_answer(req, cfg)) {
+    call.resp.send(std::move(*r));
+    return;
+  }
   auto m = match_route(req.method, req.path);
-  if (m.result == route_match::kind::not_found) {
-    call.resp.send(error_response(404, "not_found", "404 page not found"));
-    return;
-  }
-  if (m.result == route_match::kind::method_not_allowed) {
-    auto r = error_response(405, "method_not_allowed", "Method Not Allowed");
-    r.headers.push_back({"Allow", m.allow});
-    call.resp.send(std::move(r));
-    return;
-  }
-  if (m.id == route::healthz) {
-    call.resp.send(json_response(200, "{\"status\":\"ok\"}\n"));
-    return;
-  }
-  if (!bearer_matches(req.find_header("authorization"), cfg.token)) {
-    call.resp.send(error_response(401, "unauthorized", "Missing or invalid bearer token"));
-    return;
-  }
   try {
     auto to_job = [&](job_op op) {
       self->send(registry, job_call{m.job_id, std::move(op), std::move(call.resp)});
@@ -258,6 +244,22 @@ void dispatch(caf::event_based_actor* self, const router_config& cfg, const caf:
 }
 
 }  // namespace
+
+std::optional<io::http::response> stateless_answer(const io::http::request& req,
+                                                   const router_config& cfg) {
+  auto m = match_route(req.method, req.path);
+  if (m.result == route_match::kind::not_found)
+    return error_response(404, "not_found", "404 page not found");
+  if (m.result == route_match::kind::method_not_allowed) {
+    auto r = error_response(405, "method_not_allowed", "Method Not Allowed");
+    r.headers.push_back({"Allow", m.allow});
+    return r;
+  }
+  if (m.id == route::healthz) return json_response(200, "{\"status\":\"ok\"}\n");
+  if (!bearer_matches(req.find_header("authorization"), cfg.token))
+    return error_response(401, "unauthorized", "Missing or invalid bearer token");
+  return std::nullopt;
+}
 
 bool bearer_matches(const std::string* authorization, const std::string& token) {
   if (token.empty()) return true;

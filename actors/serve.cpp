@@ -93,7 +93,8 @@ int serve(const io::config::serve_config& cfg) {
   auto tmux = sys.spawn(tmux_server, js.tmux_socket, cfg.tmux_env);
   auto watcher = sys.spawn(fs_watcher);
   auto registry = sys.spawn(job_registry, js, store, tmux, watcher);
-  auto rtr = sys.spawn(router, router_config{cfg.token}, registry);
+  router_config rcfg{cfg.token};
+  auto rtr = sys.spawn(router, rcfg, registry);
   auto gc = sys.spawn(retention_gc, retention_settings{cfg.retention, cfg.gc_interval}, store,
                       registry);
   auto stop_all = [&] {
@@ -124,7 +125,12 @@ int serve(const io::config::serve_config& cfg) {
   io::http::server_config http_cfg;
   http_cfg.host = cfg.listen_host;
   http_cfg.port = cfg.listen_port;
-  io::http::server front(http_cfg, [rtr](io::http::request&& req, io::http::responder resp) {
+  io::http::server front(http_cfg, [rtr, rcfg](io::http::request&& req,
+                                               io::http::responder resp) {
+    if (auto answer = stateless_answer(req, rcfg)) {
+      resp.send(std::move(*answer));
+      return;
+    }
     caf::anon_send(rtr, http_call{std::move(req), std::move(resp)});
   });
   try {

@@ -18,6 +18,7 @@
 // connections touched during one callback are flushed at its end with one uv_write each.
 // Pipelined requests answered together thus leave in one write.
 #include "io/http/server.hpp"
+#include "io/json/json.hpp"
 
 #include <uv.h>
 
@@ -42,9 +43,9 @@ std::string error_body(std::string_view code, std::string_view message) {
   std::string out;
   out.reserve(40 + code.size() + message.size());
   out += "{\"error\":{\"code\":";
-  wire::append_json_string(out, code);
+  json::append_string(out, code);
   out += ",\"message\":";
-  wire::append_json_string(out, message);
+  json::append_string(out, message);
   out += "}}\n";
   return out;
 }

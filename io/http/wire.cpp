@@ -1,6 +1,5 @@
 #include "io/http/wire.hpp"
 
-#include <cstdint>
 
 namespace shellctl::io::http::wire {
 
@@ -47,91 +46,6 @@ std::string http_date(std::time_t t) {
   char buf[64];
   std::size_t n = std::strftime(buf, sizeof buf, "%a, %d %b %Y %H:%M:%S GMT", &tm);
   return std::string(buf, n);
-}
-
-namespace {
-
-// Length of the valid UTF-8 sequence starting at s[i], or 0 when it is invalid.
-std::size_t utf8_sequence(std::string_view s, std::size_t i) {
-  auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
-  unsigned char c = b(i);
-  std::size_t n;
-  std::uint32_t cp;
-  if (c < 0x80) return 1;
-  if (c >= 0xC2 && c <= 0xDF) {
-    n = 2;
-    cp = c & 0x1F;
-  } else if (c >= 0xE0 && c <= 0xEF) {
-    n = 3;
-    cp = c & 0x0F;
-  } else if (c >= 0xF0 && c <= 0xF4) {
-    n = 4;
-    cp = c & 0x07;
-  } else {
-    return 0;
-  }
-  if (i + n > s.size()) return 0;
-  for (std::size_t k = 1; k < n; ++k) {
-    if ((b(i + k) & 0xC0) != 0x80) return 0;
-    cp = (cp << 6) | (b(i + k) & 0x3F);
-  }
-  // Overlong forms, surrogates and values past U+10FFFF are invalid.
-  if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10FFFF)) ||
-      (cp >= 0xD800 && cp <= 0xDFFF))
-    return 0;
-  return n;
-}
-
-}  // namespace
-
-void append_json_string(std::string& out, std::string_view s) {
-  static const char hex[] = "0123456789abcdef";
-  out.push_back('"');
-  std::size_t i = 0;
-  while (i < s.size()) {
-    unsigned char c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x80) {
-      std::size_t n = utf8_sequence(s, i);
-      if (n == 0) {
-        out += "\\ufffd";
-        ++i;
-        continue;
-      }
-      // U+2028 / U+2029 break JavaScript string literals; Go escapes them.
-      if (n == 3 && c == 0xE2 && static_cast<unsigned char>(s[i + 1]) == 0x80 &&
-          (static_cast<unsigned char>(s[i + 2]) & 0xFE) == 0xA8) {
-        out += (s[i + 2] == static_cast<char>(0xA8)) ? "\\u2028" : "\\u2029";
-      } else {
-        out.append(s.data() + i, n);
-      }
-      i += n;
-      continue;
-    }
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      case '<':
-      case '>':
-      case '&':
-        out += "\\u00";
-        out.push_back(hex[c >> 4]);
-        out.push_back(hex[c & 0xF]);
-        break;
-      default:
-        if (c < 0x20) {
-          out += "\\u00";
-          out.push_back(hex[c >> 4]);
-          out.push_back(hex[c & 0xF]);
-        } else {
-          out.push_back(static_cast<char>(c));
-        }
-    }
-    ++i;
-  }
-  out.push_back('"');
 }
 
 bool iequals(std::string_view a, std::string_view b) {

@@ -13,11 +13,6 @@ std::string_view reason_phrase(int status);
 // IMF-fixdate ("Sun, 06 Nov 1994 08:49:37 GMT") of `t`, as required for the Date header.
 std::string http_date(std::time_t t);
 
-// Appends `s` as a JSON string literal with Go's escaping (<, >, & as \u003c.., U+2028/9
-// escaped, invalid UTF-8 as \ufffd). Kept local so the front does not depend on the order
-// in which io/json lands; it follows the same rules as json::append_string.
-void append_json_string(std::string& out, std::string_view s);
-
 // ASCII case-insensitive equality (header names, tokens).
 bool iequals(std::string_view a, std::string_view b);
 

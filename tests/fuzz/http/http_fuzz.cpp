@@ -12,6 +12,7 @@
 #include "io/http/request_parser.hpp"
 #include "io/http/server.hpp"
 #include "io/http/wire.hpp"
+#include "io/json/json.hpp"
 
 using namespace shellctl::io::http;
 
@@ -59,7 +60,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         check(e.status == 400 || e.status == 413 || e.status == 414 || e.status == 431);
         check(!e.code.empty());
         std::string json;
-        shellctl::io::http::wire::append_json_string(json, e.message);
+        shellctl::io::json::append_string(json, e.message);
         check(json.size() >= 2 && json.front() == '"' && json.back() == '"');
         return 0;
       } else if (r.consumed == 0) {

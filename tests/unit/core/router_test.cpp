@@ -76,3 +76,31 @@ TEST_CASE("go_quote matches Go's %q for the messages we produce") {
   CHECK(go_quote("héllo") == "\"héllo\"");
   CHECK(go_quote("\xff") == "\"\\xff\"");
 }
+
+TEST_CASE("stateless answers: 404, 405, healthz and 401 never reach an actor") {
+  router_config cfg{"tok"};
+  shellctl::io::http::request req;
+  req.method = "GET";
+  req.path = "/nope";
+  auto r = stateless_answer(req, cfg);
+  REQUIRE(r);
+  CHECK(r->status == 404);
+  CHECK(r->body == "{\"error\":{\"code\":\"not_found\",\"message\":\"404 page not found\"}}\n");
+  req.path = "/healthz";
+  r = stateless_answer(req, cfg);
+  REQUIRE(r);
+  CHECK(r->status == 200);
+  CHECK(r->body == "{\"status\":\"ok\"}\n");
+  req.method = "DELETE";
+  r = stateless_answer(req, cfg);
+  REQUIRE(r);
+  CHECK(r->status == 405);
+  req.method = "GET";
+  req.path = "/v1/jobs";
+  r = stateless_answer(req, cfg);
+  REQUIRE(r);
+  CHECK(r->status == 401);
+  CHECK(r->body.find("\"unauthorized\"") != std::string::npos);
+  req.headers.push_back({"Authorization", "Bearer tok"});
+  CHECK_FALSE(stateless_answer(req, cfg));  // a job route with a good token goes on
+}
