@@ -3,6 +3,8 @@
 #include <sys/random.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <set>
 #include <memory>
 
 #include "actors/api_views.hpp"
@@ -125,6 +127,20 @@ void list(self_ptr self, list_call& call) {
   }
 }
 
+// A job directory without a row is what a crash leaves between the directory's
+// creation and the row's insert, or between a delete's row removal and its rm -rf:
+// no client ever saw such a job (or it was deleted), so it goes (D8).
+void remove_orphan_dirs(self_ptr self, const std::vector<job_row>& rows) {
+  std::set<std::string> known;
+  for (auto& r : rows) known.insert(r.job_id);
+  std::error_code ec;
+  auto jobs_dir = io::fs::join(self->state.cfg.state_dir, "jobs");
+  for (auto& entry : std::filesystem::directory_iterator(jobs_dir, ec)) {
+    auto name = entry.path().filename().string();
+    if (!known.count(name) && !self->state.jobs.count(name)) io::fs::remove_tree(entry.path().string());
+  }
+}
+
 }  // namespace
 
 caf::behavior job_registry(caf::stateful_actor<job_registry_state>* self, job_settings cfg,
@@ -168,6 +184,7 @@ caf::behavior job_registry(caf::stateful_actor<job_registry_state>* self, job_se
               }
               self->request(self->state.peers.tmux, caf::infinite, list_sessions_request{})
                   .then([self, rp, rows](session_list& sessions) mutable {
+                    remove_orphan_dirs(self, rows.rows);
                     for (auto& row : rows.rows) {
                       if (self->state.jobs.count(row.job_id)) continue;
                       bool alive = sessions.names.count(row.session_name) > 0;

@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 
+#include "io/fs/files.hpp"
 #include "io/pty/sanitizer.hpp"
 
 namespace {
@@ -24,19 +25,6 @@ void usage(FILE* f) {
 int fail(const std::string& what, int err) {
   std::fprintf(stderr, "%s: %s: %s\n", kProg, what.c_str(), std::strerror(err));
   return 1;
-}
-
-bool write_all(int fd, const char* p, std::size_t n) {
-  while (n > 0) {
-    const ssize_t w = ::write(fd, p, n);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    p += w;
-    n -= static_cast<std::size_t>(w);
-  }
-  return true;
 }
 
 }  // namespace
@@ -99,7 +87,7 @@ int main(int argc, char** argv) {
     } else {
       s.feed(std::string_view(buf.data(), static_cast<std::size_t>(r)), out);
     }
-    if (!out.empty() && !write_all(STDOUT_FILENO, out.data(), out.size()))
+    if (!out.empty() && !shellctl::io::fs::write_all(STDOUT_FILENO, out.data(), out.size()))
       return fail("write /dev/stdout", errno);
     if (r == 0) return 0;
   }

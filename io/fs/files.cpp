@@ -17,6 +17,19 @@ namespace {
 }
 }  // namespace
 
+bool write_all(int fd, const char* data, std::size_t size) {
+  while (size > 0) {
+    ssize_t n = ::write(fd, data, size);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    data += n;
+    size -= static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
 void write_file(const std::string& path, std::string_view data, unsigned mode) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
   if (fd < 0) fail("open " + path);
@@ -27,19 +40,11 @@ void write_file(const std::string& path, std::string_view data, unsigned mode) {
     errno = e;
     fail("chmod " + path);
   }
-  const char* p = data.data();
-  size_t left = data.size();
-  while (left > 0) {
-    ssize_t n = ::write(fd, p, left);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      int e = errno;
-      ::close(fd);
-      errno = e;
-      fail("write " + path);
-    }
-    p += n;
-    left -= static_cast<size_t>(n);
+  if (!write_all(fd, data.data(), data.size())) {
+    int e = errno;
+    ::close(fd);
+    errno = e;
+    fail("write " + path);
   }
   if (::close(fd) < 0) fail("close " + path);
 }

@@ -1,10 +1,13 @@
 #pragma once
 // Small file-system helpers with the exact modes the on-disk layout requires.
+#include <cstddef>
 #include <string>
 #include <string_view>
 
 namespace shellctl::io::fs {
 
+// write(2) until everything is written (EINTR retried). False on any other error.
+bool write_all(int fd, const char* data, std::size_t size);
 // Creates/truncates `path` with `mode` and writes `data`. Throws std::system_error.
 void write_file(const std::string& path, std::string_view data, unsigned mode);
 // mkdir with `mode`; returns false if it already exists. Throws on other errors.

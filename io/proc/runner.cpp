@@ -1,5 +1,7 @@
 #include "io/proc/runner.hpp"
 
+#include "io/fs/files.hpp"
+
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
@@ -41,22 +43,9 @@ void child_diag(const std::string& context, const std::string& err) {
   std::fflush(stderr);
 }
 
-bool write_all(int fd, const char* p, std::size_t n) {
-  while (n > 0) {
-    const ssize_t w = ::write(fd, p, n);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    p += w;
-    n -= static_cast<std::size_t>(w);
-  }
-  return true;
-}
-
+using io::fs::write_all;
 std::string join_path(const std::string& dir, const std::string& name) {
-  if (!dir.empty() && dir.back() == '/') return dir + name;
-  return dir + "/" + name;
+  return io::fs::join(dir, name);
 }
 
 std::string absolute(const std::string& path) {
