@@ -508,8 +508,10 @@ void recover(self_ptr self, bool alive) {
                  st.starting = true;
                  if (!is_pty(self)) {
                    open_gate(self);
+                 } else if (pipe_active) {
+                   await_pipe_ready(self);  // usually there already
                  } else {
-                   // pipe-pane -o keeps an existing pipe and opens one if it is missing.
+                   // Only when no pipe exists: `pipe-pane -o` on a live pipe closes it.
                    tmux(self, pipe_lines(self), [self](tmux_reply& p) { check_pipe(self, p, 0); });
                  }
                  return;
