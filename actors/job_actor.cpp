@@ -301,10 +301,15 @@ void answer_run(self_ptr self) {
 void fail_start(self_ptr self, const std::string& message) {
   auto& st = self->state;
   st.awaiting_pipe_ready = false;
+  st.starting = true;  // until the failed row is stored, settle() must not decide
   apply(self,
         transition{"failed", live_statuses, std::string("start_failed"), message, {}, false},
         [self](store_reply&) {
-          self->state.starting = false;
+          auto& st = self->state;
+          st.starting = false;
+          // The runner may be waiting at its gate, where no signal from a closing pane
+          // reaches a child: end its process group explicitly.
+          if (st.session_alive) io::tmux::kill_pane_process_group(st.pane_pid);
           kill_session(self);
           answer_run(self);
         });
@@ -501,19 +506,16 @@ void recover(self_ptr self, bool alive) {
                std::string line = r.output.empty() || r.output[0].empty() ? "" : r.output[0][0];
                st.pane_pid = std::strtol(line.c_str(), nullptr, 10);
                bool pipe_active = line.size() >= 2 && line.substr(line.size() - 2) == " 1";
-               bool interrupted_start = st.row.status == "created" || st.row.status == "starting";
+               bool interrupted_start = (st.row.status == "created" || st.row.status == "starting") &&
+                                        !io::fs::exists(io::fs::join(st.dir, "start-gate"));
                if (interrupted_start) {
-                 // A crash in the middle of a start: finish it rather than leave the
-                 // runner waiting at its gate forever (D8).
-                 st.starting = true;
-                 if (!is_pty(self)) {
-                   open_gate(self);
-                 } else if (pipe_active) {
-                   await_pipe_ready(self);  // usually there already
-                 } else {
-                   // Only when no pipe exists: `pipe-pane -o` on a live pipe closes it.
-                   tmux(self, pipe_lines(self), [self](tmux_reply& p) { check_pipe(self, p, 0); });
-                 }
+                 // A crash in the middle of a start, before the gate opened: the script
+                 // never ran and the client never learned the job id (the run answer
+                 // comes after the gate). Finishing the start now would run a script
+                 // its client already saw fail, perhaps twice after a retry; so the
+                 // runner is stopped and the job recorded as failed (D8: never a runner
+                 // waiting forever, always a truthful status).
+                 fail_start(self, "start interrupted by a server restart; the script never ran");
                  return;
                }
                if (is_pty(self) && !pipe_active &&

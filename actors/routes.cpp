@@ -5,13 +5,38 @@
 namespace shellctl::actors {
 namespace {
 
-std::vector<std::string_view> split_path(std::string_view path) {
-  std::vector<std::string_view> segs;
+int hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// Like Go's ServeMux: split on the raw '/', then unescape each segment, so that %2F
+// stays inside its segment and %XX-spelled ids name the same job.
+std::string unescape(std::string_view seg) {
+  std::string out;
+  out.reserve(seg.size());
+  for (size_t i = 0; i < seg.size(); ++i) {
+    if (seg[i] == '%' && i + 2 < seg.size() && hex_digit(seg[i + 1]) >= 0 &&
+        hex_digit(seg[i + 2]) >= 0) {
+      out += static_cast<char>(hex_digit(seg[i + 1]) * 16 + hex_digit(seg[i + 2]));
+      i += 2;
+    } else {
+      out += seg[i];
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> split_path(std::string_view path) {
+  std::vector<std::string> segs;
   if (path.empty() || path[0] != '/') return segs;
   size_t i = 1;
   while (true) {
     size_t j = path.find('/', i);
-    segs.push_back(path.substr(i, j == std::string_view::npos ? std::string_view::npos : j - i));
+    segs.push_back(
+        unescape(path.substr(i, j == std::string_view::npos ? std::string_view::npos : j - i)));
     if (j == std::string_view::npos) break;
     i = j + 1;
   }
@@ -41,7 +66,7 @@ route_match match_route(std::string_view method, std::string_view path) {
     if (segs.size() == 2) {
       add("GET", route::list);
     } else if (!segs[2].empty()) {
-      job_id = std::string(segs[2]);
+      job_id = segs[2];
       if (segs.size() == 3) {
         add("GET", route::status);
         add("DELETE", route::remove);

@@ -2,7 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -24,23 +24,6 @@ control_client::control_client(const std::string& socket, const std::vector<std:
     ::close(in_pipe[1]);
     throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
   }
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_adddup2(&fa, in_pipe[0], 0);
-  posix_spawn_file_actions_adddup2(&fa, out_pipe[1], 1);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  // Its own process group: a Ctrl-C aimed at the server's terminal must not hit tmux.
-  posix_spawnattr_setpgroup(&attr, 0);
-  sigset_t none;
-  sigemptyset(&none);
-  posix_spawnattr_setsigmask(&attr, &none);
-  sigset_t dfl;
-  sigemptyset(&dfl);
-  sigaddset(&dfl, SIGPIPE);
-  posix_spawnattr_setsigdefault(&attr, &dfl);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
-                                      POSIX_SPAWN_SETSIGDEF);
   std::vector<std::string> args = {"tmux", "-S", socket, "-f", "/dev/null", "-C",
                                    "new-session", "-A", "-s", control_session,
                                    "-x", "80", "-y", "24",
@@ -54,16 +37,34 @@ control_client::control_client(const std::string& socket, const std::vector<std:
   std::vector<char*> envp;
   for (auto& e : env_copy) envp.push_back(e.data());
   envp.push_back(nullptr);
-  int rc = posix_spawnp(&pid_, "tmux", &fa, &attr, argv.data(), envp.data());
-  posix_spawn_file_actions_destroy(&fa);
-  posix_spawnattr_destroy(&attr);
+  // fork + exec by hand instead of posix_spawn, for PR_SET_PDEATHSIG: if shellctl dies
+  // (even by SIGKILL) its control client must die too, or the tmux server keeps a client
+  // nobody reads and can no longer exit. The tmux server the client may fork is not
+  // affected: a fork clears the death signal. Only async-signal-safe calls in the child.
+  pid_t parent = ::getpid();
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(127);
+    ::setpgid(0, 0);  // a Ctrl-C aimed at the server's terminal must not hit tmux
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    ::signal(SIGPIPE, SIG_DFL);
+    ::dup2(in_pipe[0], 0);
+    ::dup2(out_pipe[1], 1);
+    ::execvpe("tmux", argv.data(), envp.data());
+    ::_exit(127);
+  }
+  int spawn_errno = errno;
   ::close(in_pipe[0]);
   ::close(out_pipe[1]);
-  if (rc != 0) {
+  if (pid < 0) {
     ::close(in_pipe[1]);
     ::close(out_pipe[0]);
-    throw std::runtime_error(std::string("spawn tmux: ") + std::strerror(rc));
+    throw std::runtime_error(std::string("spawn tmux: ") + std::strerror(spawn_errno));
   }
+  pid_ = pid;
   in_fd_ = in_pipe[1];
   out_fd_ = out_pipe[0];
   reader_ = std::thread([this] { read_loop(); });

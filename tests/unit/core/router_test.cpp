@@ -38,6 +38,18 @@ TEST_CASE("routes of http-api.md §3") {
   }
 }
 
+TEST_CASE("segments are unescaped after splitting, like Go's ServeMux") {
+  auto m = match_route("GET", "/v1/jobs/%61b%63");
+  CHECK(m.result == kind::found);
+  CHECK(m.job_id == "abc");
+  m = match_route("GET", "/v1/jobs/a%2Fb");
+  CHECK(m.result == kind::found);
+  CHECK(m.job_id == "a/b");
+  CHECK(match_route("GET", "/v1/jobs/%2e%2e").job_id == "..");
+  CHECK(match_route("GET", "/%68ealthz").result == kind::found);
+  CHECK(match_route("GET", "/v1/jobs/%zz").job_id == "%zz");
+}
+
 TEST_CASE("unknown paths are 404, wrong methods 405 with Allow") {
   for (auto p : {"/", "", "/v1", "/v1/jobs/", "/v1/jobs/a/b", "/v1/jobs/a/log", "/healthz/",
                  "/v1/snapshot/x", "/v1/prepare", "v1/jobs"})
