@@ -197,11 +197,18 @@ void settle(self_ptr self) {
       return;
     }
   }
-  // 5b. The session is gone without a usable exit record.
-  if (!st.starting || !(r.status == "created" || r.status == "starting"))
+  // 5b. The session is gone without a usable exit record. Whatever of the job still
+  // runs (a stdio job's runner outlives its pane while a child holds its pipes) is
+  // stopped: a lost job must not keep running where no API call can reach it.
+  if (!st.starting || !(r.status == "created" || r.status == "starting")) {
+    if (st.pane_pid > 0)
+      io::tmux::kill_pane_process_group(st.pane_pid, st.dir);
+    else
+      io::tmux::kill_process_groups_naming(st.dir);
     apply(self, transition{"lost", live_statuses, std::string("tmux_session_missing"),
                            std::string("The dedicated tmux session is no longer present."), {},
                            false});
+  }
 }
 
 // ---------------------------------------------------------------- long-poll
@@ -309,7 +316,7 @@ void fail_start(self_ptr self, const std::string& message) {
           st.starting = false;
           // The runner may be waiting at its gate, where no signal from a closing pane
           // reaches a child: end its process group explicitly.
-          if (st.session_alive) io::tmux::kill_pane_process_group(st.pane_pid);
+          if (st.session_alive) io::tmux::kill_pane_process_group(st.pane_pid, st.dir);
           kill_session(self);
           answer_run(self);
         });
@@ -564,7 +571,7 @@ void finish_terminate(self_ptr self) {
   auto& st = self->state;
   if (!st.terminating) return;
   st.terminating = false;
-  if (st.session_alive) io::tmux::kill_pane_process_group(st.pane_pid);
+  if (st.session_alive) io::tmux::kill_pane_process_group(st.pane_pid, st.dir);
   kill_session(self);
   auto conts = std::move(st.after_terminate);
   st.after_terminate.clear();

@@ -1,5 +1,6 @@
 #include "io/tmux/control_client.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -7,6 +8,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <optional>
+#include <vector>
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
@@ -156,7 +159,46 @@ bool is_target_missing(const std::string& error_text) {
 }  // namespace shellctl::io::tmux
 
 namespace shellctl::io::tmux {
-void kill_pane_process_group(long pane_pid) {
-  if (pane_pid > 1) ::kill(-static_cast<pid_t>(pane_pid), SIGKILL);
+namespace {
+// nullopt when the process does not exist.
+std::optional<std::string> cmdline_of(long pid) {
+  std::string path = "/proc/" + std::to_string(pid) + "/cmdline";
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  std::string cmdline;
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::read(fd, buf, sizeof buf)) > 0) cmdline.append(buf, static_cast<size_t>(n));
+  ::close(fd);
+  for (auto& c : cmdline)
+    if (c == '\0') c = ' ';
+  return cmdline;
+}
+}  // namespace
+
+void kill_pane_process_group(long pane_pid, const std::string& owner) {
+  if (pane_pid <= 1) return;
+  auto cmdline = cmdline_of(pane_pid);
+  if (cmdline && cmdline->find(owner) == std::string::npos) return;  // someone else's pid now
+  ::kill(-static_cast<pid_t>(pane_pid), SIGKILL);
+}
+
+void kill_process_groups_naming(const std::string& owner) {
+  DIR* proc = ::opendir("/proc");
+  if (!proc) return;
+  std::vector<pid_t> groups;
+  while (dirent* e = ::readdir(proc)) {
+    char* end = nullptr;
+    long pid = std::strtol(e->d_name, &end, 10);
+    if (pid <= 1 || *end || pid == ::getpid()) continue;
+    auto cmdline = cmdline_of(pid);
+    // The owner followed by a space: a job dir, not a longer path that starts with it.
+    if (cmdline && (cmdline->find(owner + " ") != std::string::npos)) {
+      pid_t pgid = ::getpgid(static_cast<pid_t>(pid));
+      if (pgid > 1 && pgid != ::getpgrp()) groups.push_back(pgid);
+    }
+  }
+  ::closedir(proc);
+  for (pid_t g : groups) ::kill(-g, SIGKILL);
 }
 }  // namespace shellctl::io::tmux

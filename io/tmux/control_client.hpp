@@ -59,5 +59,10 @@ bool is_target_missing(const std::string& error_text);
 namespace shellctl::io::tmux {
 // SIGKILLs the process group a pane's process leads (tmux makes each pane's process a
 // session and group leader; the runner and the script stay in that group). Best effort.
-void kill_pane_process_group(long pane_pid);
+// If the leader still lives, its command line must contain `owner` (the job dir): a pid
+// can be reused. A dead leader's pid is never reused while its group has members.
+void kill_pane_process_group(long pane_pid, const std::string& owner);
+// When the pane's pid is unknown (the session vanished while shellctl was down): kill the
+// process groups of processes whose command line names `owner` (the runner's does).
+void kill_process_groups_naming(const std::string& owner);
 }  // namespace shellctl::io::tmux
