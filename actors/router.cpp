@@ -9,6 +9,7 @@
 #include "actors/api_views.hpp"
 #include "actors/routes.hpp"
 #include "io/json/json.hpp"
+#include "io/text/percent.hpp"
 
 namespace shellctl::actors {
 namespace {
@@ -133,29 +134,6 @@ double decode_grace(const std::string& body) {
 
 // ---- query strings (Go's url.Query: first value wins, %XX and '+' decoded)
 
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-std::string form_decode(std::string_view s) {
-  std::string out;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '+') {
-      out += ' ';
-    } else if (s[i] == '%' && i + 2 < s.size() &&
-               hex_value(s[i + 1]) >= 0 && hex_value(s[i + 2]) >= 0) {
-      out += static_cast<char>(hex_value(s[i + 1]) * 16 + hex_value(s[i + 2]));
-      i += 2;
-    } else {
-      out += s[i];
-    }
-  }
-  return out;
-}
-
 std::optional<std::string> query_param(std::string_view query, std::string_view name) {
   size_t i = 0;
   while (i <= query.size()) {
@@ -163,9 +141,9 @@ std::optional<std::string> query_param(std::string_view query, std::string_view 
     if (j == std::string_view::npos) j = query.size();
     auto pair = query.substr(i, j - i);
     auto eq = pair.find('=');
-    auto key = form_decode(pair.substr(0, eq));
+    auto key = io::text::percent_decode(pair.substr(0, eq), true);
     if (key == name && !pair.empty())
-      return eq == std::string_view::npos ? std::string() : form_decode(pair.substr(eq + 1));
+      return eq == std::string_view::npos ? std::string() : io::text::percent_decode(pair.substr(eq + 1), true);
     i = j + 1;
   }
   return std::nullopt;

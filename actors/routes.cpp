@@ -2,32 +2,10 @@
 
 #include <vector>
 
+#include "io/text/percent.hpp"
+
 namespace shellctl::actors {
 namespace {
-
-int hex_digit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-// Like Go's ServeMux: split on the raw '/', then unescape each segment, so that %2F
-// stays inside its segment and %XX-spelled ids name the same job.
-std::string unescape(std::string_view seg) {
-  std::string out;
-  out.reserve(seg.size());
-  for (size_t i = 0; i < seg.size(); ++i) {
-    if (seg[i] == '%' && i + 2 < seg.size() && hex_digit(seg[i + 1]) >= 0 &&
-        hex_digit(seg[i + 2]) >= 0) {
-      out += static_cast<char>(hex_digit(seg[i + 1]) * 16 + hex_digit(seg[i + 2]));
-      i += 2;
-    } else {
-      out += seg[i];
-    }
-  }
-  return out;
-}
 
 std::vector<std::string> split_path(std::string_view path) {
   std::vector<std::string> segs;
@@ -35,8 +13,10 @@ std::vector<std::string> split_path(std::string_view path) {
   size_t i = 1;
   while (true) {
     size_t j = path.find('/', i);
-    segs.push_back(
-        unescape(path.substr(i, j == std::string_view::npos ? std::string_view::npos : j - i)));
+    // Like Go's ServeMux: split on the raw '/', then unescape each segment, so that %2F
+    // stays inside its segment and %XX-spelled ids name the same job.
+    auto seg = path.substr(i, j == std::string_view::npos ? std::string_view::npos : j - i);
+    segs.push_back(io::text::percent_decode(seg, false));
     if (j == std::string_view::npos) break;
     i = j + 1;
   }

@@ -1,5 +1,8 @@
 #include "io/tmux/control_client.hpp"
 
+#include "io/fs/files.hpp"
+#include "io/text/shell_quote.hpp"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -89,18 +92,7 @@ control_client::~control_client() {
 bool control_client::send(const std::string& line) {
   std::string buf = line;
   buf += '\n';
-  const char* p = buf.data();
-  size_t left = buf.size();
-  while (left > 0) {
-    ssize_t n = ::write(in_fd_, p, left);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    p += n;
-    left -= static_cast<size_t>(n);
-  }
-  return true;
+  return fs::write_all(in_fd_, buf.data(), buf.size());
 }
 
 void control_client::read_loop() {
@@ -125,17 +117,8 @@ void control_client::read_loop() {
   on_exit_();
 }
 
-std::string quote(const std::string& arg) {
-  std::string out = "'";
-  for (char c : arg) {
-    if (c == '\'')
-      out += "'\\''";
-    else
-      out += c;
-  }
-  out += '\'';
-  return out;
-}
+// tmux's parser takes the same single-quote form as sh.
+std::string quote(const std::string& arg) { return text::sh_quote(arg); }
 
 std::string quote_format(const std::string& arg) {
   std::string doubled;
