@@ -27,7 +27,8 @@ install_missing() {
 }
 
 build() {
-  [ -f build/build.ninja ] || meson setup build
+  # Warnings are errors: the tree is kept clean at -Wall -Wextra with gcc and clang.
+  [ -f build/build.ninja ] || meson setup build -Dwerror=true
   ninja -C build
 }
 
@@ -55,10 +56,10 @@ for line in open("build/meson-logs/testlog.json"):
 print(f"{passed} passed, {failed} failed, {skipped} skipped")
 PY
     [ "$rc" -eq 0 ] || exit "$rc"
-    # libFuzzer targets over the HTTP front and the JSON decoder: bounded runs, any
-    # crash fails the run.
-    [ -f build-fuzz/build.ninja ] || CC=clang CXX=clang++ meson setup build-fuzz -Dfuzz=true
-    ninja -C build-fuzz tests/fuzz/http/http_fuzz tests/fuzz/json/json_fuzz
+    # The whole tree again with clang (warnings are errors there too), then the libFuzzer
+    # targets over the HTTP front and the JSON decoder: bounded runs, any crash fails.
+    [ -f build-fuzz/build.ninja ] || CC=clang CXX=clang++ meson setup build-fuzz -Dfuzz=true -Dwerror=true
+    ninja -C build-fuzz
     for f in http json; do
       corpus=$(mktemp -d)
       seeds=tests/fuzz/$f/corpus
