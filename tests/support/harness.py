@@ -209,3 +209,133 @@ class ServerTestCase(unittest.TestCase):
     @classmethod
     def tearDownClass(cls):
         cls.server.close()
+
+
+# -- additions for the recovery / fault / load suites (tests/e2e/recovery) -----------------
+# Helpers only: nothing above changes behaviour.
+
+def wait_until(predicate, timeout=30.0, interval=0.02, what="condition"):
+    """Polls predicate() until it returns a truthy value, which is returned."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(interval)
+
+
+def processes_mentioning(text):
+    """[(pid, argv list)] of live processes whose argv contains text (zombies skipped)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                raw = f.read()
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        if not raw or b") Z " in stat:
+            continue
+        argv = [a.decode(errors="replace") for a in raw.rstrip(b"\0").split(b"\0")]
+        if any(text in a for a in argv):
+            found.append((int(entry), argv))
+    return found
+
+
+def _server_pid(self):
+    return self.proc.pid if self.proc is not None else None
+
+
+def _job_dir(self, job_id):
+    return os.path.join(self.state_dir, "jobs", job_id)
+
+
+def _helper_processes(self):
+    """shellctl-runner / shellctl-sanitize-pty / shellctl-runner-exit processes of this
+    server's state dir (their argv names it, or a job dir below it)."""
+    names = ("shellctl-runner", "shellctl-sanitize-pty", "shellctl-runner-exit")
+    out = []
+    for pid, argv in processes_mentioning(self.state_dir):
+        if argv and any(os.path.basename(argv[0]).startswith(n) or
+                        (len(argv) > 1 and os.path.basename(argv[1]).startswith(n))
+                        for n in names):
+            out.append((pid, argv))
+        elif argv and "shellctl-sanitize-pty" in " ".join(argv):
+            out.append((pid, argv))
+    return out
+
+
+def _status(self, job_id):
+    """(http status, body) of GET /v1/jobs/{id}."""
+    status, _, body = self.request("GET", f"/v1/jobs/{job_id}")
+    return status, body
+
+
+def _wait_done(self, job_id, deadline=60):
+    """Pages with wait until done and not truncated; returns (last result, full output)."""
+    end = time.monotonic() + deadline
+    offset, out = 0, []
+    while True:
+        res = self.wait(job_id, offset, timeout=min(30, max(1, end - time.monotonic())))
+        out.append(res["output"])
+        offset = res["offset"]
+        if res["done"] and not res["truncated"]:
+            return res, "".join(out)
+        if time.monotonic() > end:
+            raise AssertionError(f"job {job_id} not done after {deadline}s: {res}")
+
+
+def _tmux_sessions(self):
+    r = self.tmux("list-sessions", "-F", "#{session_name}")
+    return set(r.stdout.split()) if r.returncode == 0 else set()
+
+
+Server.pid = property(_server_pid)
+Server.job_dir = _job_dir
+Server.helper_processes = _helper_processes
+Server.status = _status
+Server.wait_done = _wait_done
+Server.tmux_sessions = _tmux_sessions
+
+
+def descendants(pid):
+    """pids of every live descendant of pid (from /proc/*/stat)."""
+    children = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        ppid = int(stat[stat.rindex(b")") + 2:].split()[1])
+        children.setdefault(ppid, []).append(int(entry))
+    out, todo = [], [pid]
+    while todo:
+        for c in children.get(todo.pop(), []):
+            out.append(c)
+            todo.append(c)
+    return out
+
+
+def _reap(self):
+    """SIGKILLs every process that still names this server's temp dir (its tmux server and
+    control clients, runners, sanitizers): only this Server's own processes. For after
+    close(), when a crash left a tmux client that keeps kill-server from finishing."""
+    me = os.getpid()
+    for pid, _ in processes_mentioning(self.tmp):
+        if pid == me:
+            continue
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+Server.reap = _reap

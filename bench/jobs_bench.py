@@ -1,0 +1,174 @@
+#!/usr/bin/env python3
+"""Job benchmarks for `shellctl serve` (figures printed, nothing asserted on time).
+
+  RunEcho          POST /v1/jobs/run {"script":"echo hi"} until done: p50/p95, sequential
+  parallel         jobs/s with 8 concurrent clients
+  busy             RunEcho p50 while 32 `sleep 600` jobs run
+  floor            a bare `tmux new-session -d` + `wait-for` round trip, no server
+  1000 idle        RunEcho p50 with 1000 idle running jobs vs none
+  list             GET /v1/jobs?limit=200 latency with 1000 jobs
+  startup          start -> healthy with 1000 jobs in the database
+  RSS              the server's resident set, idle and after the runs
+
+Usage: jobs_bench.py [path/to/shellctl] [--quick]
+"""
+import concurrent.futures
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+args = [a for a in sys.argv[1:] if not a.startswith("--")]
+QUICK = "--quick" in sys.argv
+if args:
+    os.environ["SHELLCTL_BIN_DIR"] = os.path.dirname(os.path.abspath(args[0]))
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "support"))
+from harness import Server  # noqa: E402
+
+N_SEQ = 30 if QUICK else 100
+N_PAR = 80 if QUICK else 240
+N_IDLE = 200 if QUICK else 1000
+
+
+def pct(values, p):
+    v = sorted(values)
+    return v[min(len(v) - 1, int(round(p / 100.0 * (len(v) - 1))))]
+
+
+def ms(x):
+    return f"{x * 1000:.1f} ms"
+
+
+def run_echo(s):
+    t0 = time.monotonic()
+    res, out = s.run_to_completion("echo hi")
+    dt = time.monotonic() - t0
+    if out != "hi\n" or res["status"] != "exited":
+        raise SystemExit(f"RunEcho wrong result: {res} {out!r}")
+    return dt
+
+
+def run_echo_series(s, n):
+    run_echo(s)  # warm-up
+    return [run_echo(s) for _ in range(n)]
+
+
+def rss_kb(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def start_sleepers(s, n, workers=16):
+    def one(_):
+        return s.run("sleep 600", timeout=0.05)["job_id"]
+    with concurrent.futures.ThreadPoolExecutor(workers) as pool:
+        return list(pool.map(one, range(n)))
+
+
+def floor(n):
+    """tmux alone: new-session -d running the command, then wait-for its signal."""
+    d = tempfile.mkdtemp(prefix="shellctl-bench-floor-")
+    sock = os.path.join(d, "tmux.sock")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TMUX")}
+    tm = ["tmux", "-S", sock, "-f", "/dev/null"]
+    subprocess.run(tm + ["start-server", ";", "set-option", "-g", "exit-empty", "off"],
+                   env=env, check=True)
+    times = []
+    try:
+        for i in range(n + 1):
+            chan = f"done-{i}"
+            t0 = time.monotonic()
+            subprocess.run(tm + ["new-session", "-d", "-s", f"f{i}",
+                                 f"echo hi > {d}/out; tmux -S {sock} wait-for -S {chan}"],
+                           env=env, check=True)
+            subprocess.run(tm + ["wait-for", chan], env=env, check=True)
+            if i:
+                times.append(time.monotonic() - t0)
+    finally:
+        subprocess.run(tm + ["kill-server"], env=env, capture_output=True)
+        subprocess.run(["rm", "-rf", d])
+    return times
+
+
+def main():
+    figures = []
+
+    def report(name, value):
+        figures.append((name, value))
+        print(f"{name:<52} {value}", flush=True)
+
+    print(f"shellctl job benchmarks ({'quick' if QUICK else 'full'}; "
+          f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f})", flush=True)
+
+    t = floor(N_SEQ)
+    report("floor: tmux new-session + wait-for p50", ms(statistics.median(t)))
+    report("floor: tmux new-session + wait-for p95", ms(pct(t, 95)))
+
+    s = Server()
+    try:
+        time.sleep(0.5)
+        report("RSS idle", f"{rss_kb(s.pid) / 1024:.1f} MiB")
+
+        t = run_echo_series(s, N_SEQ)
+        report(f"RunEcho sequential p50 (n={N_SEQ})", ms(statistics.median(t)))
+        report(f"RunEcho sequential p95 (n={N_SEQ})", ms(pct(t, 95)))
+
+        t0 = time.monotonic()
+        with concurrent.futures.ThreadPoolExecutor(8) as pool:
+            list(pool.map(lambda _: run_echo(s), range(N_PAR)))
+        report(f"RunEcho 8 parallel clients (n={N_PAR})",
+               f"{N_PAR / (time.monotonic() - t0):.1f} jobs/s")
+
+        sleepers = start_sleepers(s, 32)
+        t = run_echo_series(s, N_SEQ)
+        report("RunEcho p50 with 32 `sleep 600` running", ms(statistics.median(t)))
+        for job_id in sleepers:
+            s.request("POST", f"/v1/jobs/{job_id}/terminate", {"grace_seconds": 0})
+        report("RSS after the runs", f"{rss_kb(s.pid) / 1024:.1f} MiB")
+    finally:
+        s.close()
+        s.reap()
+
+    s = Server()
+    try:
+        t = run_echo_series(s, N_SEQ)
+        base = statistics.median(t)
+        report("RunEcho p50 with no other job", ms(base))
+        t0 = time.monotonic()
+        start_sleepers(s, N_IDLE)
+        report(f"start {N_IDLE} sleep jobs (16 clients)", f"{time.monotonic() - t0:.1f} s")
+        t = run_echo_series(s, N_SEQ)
+        report(f"RunEcho p50 with {N_IDLE} idle running jobs", ms(statistics.median(t)))
+        lt = []
+        for _ in range(N_SEQ):
+            t0 = time.monotonic()
+            jobs = s.ok("GET", "/v1/jobs?limit=200")["jobs"]
+            lt.append(time.monotonic() - t0)
+            assert len(jobs) == 200
+        report(f"GET /v1/jobs?limit=200 p50 ({N_IDLE + N_SEQ + 1} jobs)",
+               ms(statistics.median(lt)))
+        report(f"GET /v1/jobs?limit=200 p95 ({N_IDLE + N_SEQ + 1} jobs)", ms(pct(lt, 95)))
+        report(f"RSS with {N_IDLE} running jobs", f"{rss_kb(s.pid) / 1024:.1f} MiB")
+        s.stop()
+        t0 = time.monotonic()
+        s.start()
+        report(f"start -> healthy, {N_IDLE} running jobs in the DB",
+               ms(time.monotonic() - t0))
+        report(f"RSS after restart with {N_IDLE} jobs", f"{rss_kb(s.pid) / 1024:.1f} MiB")
+    finally:
+        s.close()
+        s.reap()
+
+    print("\nsummary")
+    for name, value in figures:
+        print(f"  {name:<52} {value}")
+
+
+if __name__ == "__main__":
+    main()
