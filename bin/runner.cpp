@@ -17,6 +17,18 @@ namespace sandbox = shellctl::io::sandbox;
 
 namespace {
 
+// The child role with a resolved policy: Landlock (if on) just before exec.
+int run_child_with(const sandbox::path_policy& policy, const std::string& script,
+                   const std::string& cwd) {
+  proc::sandbox_hook hook;
+  if (policy.isolation) {
+    hook = [&policy](const proc::child_context& ctx, std::string& why) {
+      return sandbox::apply_landlock(policy, ctx.home, ctx.cwd, ctx.job_dir, why);
+    };
+  }
+  return proc::run_child(script, cwd, hook);
+}
+
 int child_main(const std::vector<std::string>& args) {
   std::string err;
   const auto parsed = sandbox::parse_exec_args(args, err);
@@ -26,13 +38,7 @@ int child_main(const std::vector<std::string>& args) {
                  err.c_str());
     return proc::kExitSetupFailed;
   }
-  proc::sandbox_hook hook;
-  if (parsed->policy.isolation) {
-    hook = [&policy = parsed->policy](const proc::child_context& ctx, std::string& why) {
-      return sandbox::apply_landlock(policy, ctx.home, ctx.cwd, ctx.job_dir, why);
-    };
-  }
-  return proc::run_child(parsed->script, parsed->cwd, hook);
+  return run_child_with(parsed->policy, parsed->script, parsed->cwd);
 }
 
 int parent_main(const std::vector<std::string>& args) {
@@ -56,8 +62,14 @@ int parent_main(const std::vector<std::string>& args) {
   }
   // The policy comes from the runner's own environment (the server's settings), read
   // before the job's overlay exists, and travels to the child on its command line.
-  opts.child_flags = sandbox::policy_to_args(
-      sandbox::policy_from_env([](const char* name) -> const char* { return std::getenv(name); }));
+  const auto policy =
+      sandbox::policy_from_env([](const char* name) -> const char* { return std::getenv(name); });
+  opts.child_flags = sandbox::policy_to_args(policy);
+  // The child role runs in the forked child directly (the `--exec` form stays for
+  // callers that start it by hand): process creation is the costliest step of a start.
+  opts.child_role = [policy](const std::string& script, const std::string& cwd) {
+    return run_child_with(policy, script, cwd);
+  };
   return proc::run_parent(opts);
 }
 

@@ -200,6 +200,11 @@ class child_process {
             ::dup2(err_pipe[1], STDERR_FILENO) < 0)
           ::_exit(kExitSetupFailed);
       }
+      if (opts_.child_role) {
+        // The job's environment replaces ours; the child role execs the script with it.
+        environ = c_env.data();
+        ::_exit(opts_.child_role(join_path(absolute(opts_.job_dir), "script"), opts_.cwd));
+      }
       ::execve(self, c_argv.data(), c_env.data());
       const std::string msg =
           std::string("shellctl-runner: start child: ") + errno_text(errno) + "\n";

@@ -23,6 +23,10 @@ struct parent_options {
   job_mode mode = job_mode::pty;
   // Inserted after `--exec` on the child's command line (the sandbox policy flags).
   std::vector<std::string> child_flags;
+  // When set, the forked child runs this (the `--exec` role, in-process) instead of
+  // re-executing the runner binary: one exec fewer on every job start. It receives the
+  // script path and cwd and returns only on failure, with the code to exit with.
+  std::function<int(const std::string& script, const std::string& cwd)> child_role;
 };
 
 // Blocks until <job_dir>/start-gate exists, watching the directory with inotify (no
