@@ -394,7 +394,8 @@ void check_pipe(self_ptr self, tmux_reply& p, size_t first) {
 void start_session(self_ptr self) {
   auto& st = self->state;
   auto& r = st.row;
-  std::string cmd = "new-session -d -P -F '#{pane_pid}' -s " + quote(r.session_name) + " -x " +
+  // The output "<pane_pid> <window_id>" lets tmux_server map the window's close event.
+  std::string cmd = "new-session -d -P -F '#{pane_pid} #{window_id}' -s " + quote(r.session_name) + " -x " +
                     std::to_string(r.terminal_cols) + " -y " + std::to_string(r.terminal_rows);
   for (auto& [k, v] : st.cfg.runner_policy_env) cmd += " -e " + quote(k + "=" + v);
   cmd += " " + quote(io::text::sh_join({st.cfg.runner_link, st.dir, r.job_id, r.cwd, r.mode}));

@@ -42,9 +42,16 @@ void finish_block(state_ptr self, bool ok) {
     for (auto& l : st.block_lines) text += (text.empty() ? "" : "\n") + l;
     pc.reply.error = text.empty() ? "tmux command failed" : text;
   }
-  // A new-session that succeeded (first line) is tracked from now on.
-  if (ok && pc.reply.output.empty() && !pc.creates_session.empty())
+  // A new-session that succeeded (first line) is tracked from now on; its output is
+  // "<pane_pid> <window_id>" (see job_actor's -F format).
+  if (ok && pc.reply.output.empty() && !pc.creates_session.empty()) {
     st.known.insert(pc.creates_session);
+    if (!st.block_lines.empty()) {
+      auto& line = st.block_lines[0];
+      auto at = line.find(" @");
+      if (at != std::string::npos) st.window_session[line.substr(at + 1)] = pc.creates_session;
+    }
+  }
   pc.reply.output.push_back(std::move(st.block_lines));
   st.block_lines.clear();
   if (--pc.remaining == 0) {
@@ -80,8 +87,18 @@ void on_lines(state_ptr self, std::vector<std::string>& lines) {
       st.block_is_ours = st.block_args.size() < 2 ||
                          st.block_args.compare(st.block_args.size() - 2, 2, " 0") != 0;
       st.block_lines.clear();
+    } else if (line.rfind("%unlinked-window-close ", 0) == 0 ||
+               line.rfind("%window-close ", 0) == 0) {
+      auto it = st.window_session.find(line.substr(line.find(' ') + 1));
+      if (it != st.window_session.end()) {
+        std::string name = it->second;
+        st.window_session.erase(it);
+        st.known.erase(name);
+        if (st.registry) self->send(st.registry, sessions_gone{{name}});
+      }
     } else if (line == "%sessions-changed") {
-      refresh_sessions(self);
+      // Only sessions whose window id is unknown need a listing to notice their end.
+      if (st.known.size() > st.window_session.size()) refresh_sessions(self);
     }
     // Other notifications (%window-add, %exit, ...) carry nothing we need.
   }
@@ -102,16 +119,26 @@ void refresh_sessions(state_ptr self) {
     return;
   }
   st.list_in_flight = true;
-  submit(self, {"list-sessions -F '#{session_name}'"}, "", [self](tmux_reply& r) {
+  submit(self, {"list-sessions -F '#{session_name} #{window_id}'"}, "", [self](tmux_reply& r) {
     auto& st = self->state;
     st.list_in_flight = false;
     session_list result;
     if (r.ok) {
-      for (auto& l : r.output[0]) result.names.insert(l);
+      std::map<std::string, std::string> windows;
+      for (auto& l : r.output[0]) {
+        auto sp = l.rfind(' ');
+        std::string name = sp == std::string::npos ? l : l.substr(0, sp);
+        result.names.insert(name);
+        if (sp != std::string::npos && name != io::tmux::control_session)
+          windows[l.substr(sp + 1)] = name;
+      }
       std::vector<std::string> gone;
       for (auto& k : st.known)
         if (!result.names.count(k)) gone.push_back(k);
+      // Tracked: every session but our own control session.
       st.known = result.names;
+      st.known.erase(io::tmux::control_session);
+      st.window_session = std::move(windows);
       if (!gone.empty() && st.registry) self->send(st.registry, sessions_gone{std::move(gone)});
     } else {
       result.ok = false;
@@ -194,6 +221,7 @@ caf::behavior tmux_server(caf::stateful_actor<tmux_server_state>* self, std::str
         st.list_in_flight = false;
         std::vector<std::string> gone(st.known.begin(), st.known.end());
         st.known.clear();
+        st.window_session.clear();
         if (!gone.empty() && st.registry) self->send(st.registry, sessions_gone{std::move(gone)});
         std::string error;
         if (start_client(self, error)) {

@@ -1,11 +1,13 @@
 #pragma once
 // tmux_server: owns the one tmux control-mode client. Serialises command lines, matches
-// the %begin/%end blocks to the requests in FIFO order, and turns %sessions-changed into
-// `sessions_gone` notices for the registry (events instead of per-job probes, D12).
+// the %begin/%end blocks to the requests in FIFO order, and turns tmux's window-close
+// notifications into `sessions_gone` notices for the registry (events instead of
+// per-job probes, D12).
 // When the tmux server dies the client's stdout closes: every known session is reported
 // gone and a new client (and tmux server) is started.
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -37,8 +39,11 @@ struct tmux_server_state {
   bool block_is_ours = false;
   std::string block_args;  // "<time> <n> <flags>" of the open %begin
   std::vector<std::string> block_lines;
-  // Session tracking.
+  // Session tracking. A job session has one window, and tmux announces the end of a
+  // window not shown to this client with %unlinked-window-close @id: mapping window ids
+  // to sessions makes each session end an O(1) event instead of a listing of all sessions.
   std::set<std::string> known;
+  std::map<std::string, std::string> window_session;  // "@12" -> "shellctl-<id>"
   bool list_in_flight = false;
   bool list_again = false;
   std::vector<std::function<void(session_list&)>> list_waiters;
