@@ -64,8 +64,15 @@ PY
       corpus=$(mktemp -d)
       seeds=tests/fuzz/$f/corpus
       [ -d "$seeds" ] || seeds=
-      ./build-fuzz/tests/fuzz/$f/${f}_fuzz -max_total_time="${FUZZ_SECONDS:-60}" -max_len=8192 \
-        -print_final_stats=1 "$corpus" $seeds
+      log=build-fuzz/${f}_fuzz.log
+      echo "fuzzing $f for ${FUZZ_SECONDS:-60} s (log: $log)"
+      if ! ./build-fuzz/tests/fuzz/$f/${f}_fuzz -max_total_time="${FUZZ_SECONDS:-60}" \
+          -max_len=8192 -print_final_stats=1 "$corpus" $seeds > "$log" 2>&1; then
+        tail -n 60 "$log"
+        echo "fuzzer $f FAILED" >&2
+        exit 1
+      fi
+      grep -E "^Done|^stat::number_of_executed_units" "$log"
       rm -rf "$corpus"
     done
     echo "all tests and fuzzers passed"
