@@ -141,14 +141,8 @@ void remove_orphan_dirs(self_ptr self, const std::vector<job_row>& rows) {
   }
 }
 
-}  // namespace
-
-caf::behavior job_registry(caf::stateful_actor<job_registry_state>* self, job_settings cfg,
-                           caf::actor store, caf::actor tmux, caf::actor watcher) {
-  auto& st = self->state;
-  st.cfg = std::move(cfg);
-  st.peers = job_peers{std::move(store), std::move(tmux), std::move(watcher),
-                       caf::actor_cast<caf::actor>(self)};
+// Serving: every job exists as an actor; requests go straight to them.
+caf::behavior serving(self_ptr self) {
   return {
       [self](run_call& call) { admit(self, call); },
       [self](job_call& call) {
@@ -174,6 +168,34 @@ caf::behavior job_registry(caf::stateful_actor<job_registry_state>* self, job_se
         if (it != st.newest_first.end()) st.newest_first.erase(it);
         return {};
       },
+      [self](collect_jobs& m) {
+        for (auto& id : m.ids) {
+          auto it = self->state.jobs.find(id);
+          if (it != self->state.jobs.end()) self->send(it->second, collect_if_expired{m.cutoff});
+        }
+      },
+      [self](shutdown_jobs&) {
+        for (auto& [id, job] : self->state.jobs) self->send(job, shutdown_jobs{});
+        self->state.jobs.clear();
+        self->quit();
+      },
+  };
+}
+
+}  // namespace
+
+caf::behavior job_registry(caf::stateful_actor<job_registry_state>* self, job_settings cfg,
+                           caf::actor store, caf::actor tmux, caf::actor watcher) {
+  auto& st = self->state;
+  st.cfg = std::move(cfg);
+  st.peers = job_peers{std::move(store), std::move(tmux), std::move(watcher),
+                       caf::actor_cast<caf::actor>(self)};
+  // Recovering: until every row has its actor, job requests wait in the mailbox
+  // (caf::skip) instead of meeting a half-built registry; then `serving` takes over and
+  // the skipped requests are handled in their order. The HTTP front (and /healthz) is
+  // up meanwhile, so start-up time does not grow with the number of jobs (D8).
+  auto wait = [](auto&) -> caf::result<void> { return caf::skip; };
+  return {
       [self](recover_all&) -> caf::result<store_rows> {
         auto rp = self->make_response_promise<store_rows>();
         self->request(self->state.peers.store, caf::infinite, store_load_all{})
@@ -195,22 +217,18 @@ caf::behavior job_registry(caf::stateful_actor<job_registry_state>* self, job_se
                     store_rows summary;
                     summary.ok = sessions.ok;
                     summary.error = sessions.error;
+                    if (summary.ok) self->become(serving(self));
                     rp.deliver(summary);
                   });
             });
         return rp;
       },
-      [self](collect_jobs& m) {
-        for (auto& id : m.ids) {
-          auto it = self->state.jobs.find(id);
-          if (it != self->state.jobs.end()) self->send(it->second, collect_if_expired{m.cutoff});
-        }
-      },
-      [self](shutdown_jobs&) {
-        for (auto& [id, job] : self->state.jobs) self->send(job, shutdown_jobs{});
-        self->state.jobs.clear();
-        self->quit();
-      },
+      [wait](run_call& m) { return wait(m); },
+      [wait](job_call& m) { return wait(m); },
+      [wait](list_call& m) { return wait(m); },
+      [wait](sessions_gone& m) { return wait(m); },
+      [wait](collect_jobs& m) { return wait(m); },
+      [self](shutdown_jobs&) { self->quit(); },
   };
 }
 

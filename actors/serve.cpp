@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -101,26 +102,18 @@ int serve(const io::config::serve_config& cfg) {
     for (auto& a : {rtr, gc, registry, watcher, tmux, store}) caf::anon_send(a, shutdown_jobs{});
   };
 
-  int rc = 0;
   {
     caf::scoped_actor self{sys};
     std::string failure;
     self->request(tmux, caf::infinite, tmux_start{registry})
         .receive([&](tmux_reply& r) { if (!r.ok) failure = "tmux: " + r.error; },
                  [&](caf::error& e) { failure = "tmux: " + sys.render(e); });
-    if (failure.empty()) {
-      // D8: every row is settled against tmux and the files before we serve.
-      self->request(registry, caf::infinite, recover_all{})
-          .receive([&](store_rows& r) { if (!r.ok) failure = "recover: " + r.error; },
-                   [&](caf::error& e) { failure = "recover: " + sys.render(e); });
-    }
     if (!failure.empty()) {
       std::fprintf(stderr, "shellctl: initialize: %s\n", failure.c_str());
       stop_all();
       return 1;
     }
   }
-  caf::anon_send(gc, gc_tick{});  // GC once at startup, then every interval
 
   io::http::server_config http_cfg;
   http_cfg.host = cfg.listen_host;
@@ -140,8 +133,34 @@ int serve(const io::config::serve_config& cfg) {
     stop_all();
     return 1;
   }
+
+  // D8: every row is settled against tmux and the files on disk. Job requests that
+  // arrive meanwhile wait in the registry's mailbox; a failure stops the server. The
+  // flag is written by this one actor and read after run() returns.
+  std::atomic<int> rc{0};
+  auto startup = sys.spawn([&, registry, gc](caf::event_based_actor* startup) {
+    startup->request(registry, caf::infinite, recover_all{})
+        .then(
+            [&, gc](store_rows& r) {
+              if (r.ok) {
+                caf::anon_send(gc, gc_tick{});  // GC once at startup, then every interval
+                return;
+              }
+              std::fprintf(stderr, "shellctl: initialize: recover: %s\n", r.error.c_str());
+              rc = 1;
+              front.stop();
+            },
+            [&](caf::error& e) {
+              std::fprintf(stderr, "shellctl: initialize: recover: %s\n", sys.render(e).c_str());
+              rc = 1;
+              front.stop();
+            });
+  });
   std::fprintf(stderr, "shellctl serving on %s\n", cfg.listen_text.c_str());
   front.run();
+  // The startup actor refers to `front`: it must be gone before `front` is.
+  caf::anon_send_exit(startup, caf::exit_reason::user_shutdown);
+  caf::scoped_actor{sys}->wait_for(startup);
   stop_all();
   return rc;
 }
