@@ -4,7 +4,6 @@
 
 namespace shellctl::actors {
 
-using io::store::db_error;
 
 namespace {
 // Runs one DB operation and folds SQLite failures into the reply, so a full disk
