@@ -726,12 +726,9 @@ struct server::impl {
            wire::iequals(n, "Connection") || wire::iequals(n, "Transfer-Encoding");
   }
 
-  void write_response(connection* c, slot* sl, bool closes) {
-    out_batch& b = batch(c);
-    response& r = sl->resp;
-    bool no_body = r.status == 204 || r.status == 304 || (r.status >= 100 && r.status < 200);
-    std::string& o = b.inline_buf;
-    std::size_t start = o.size();
+  // Status line and the caller's headers (minus the ones the server owns). HTTP/1.0
+  // has no trailers, so a `Trailer` announcement is dropped for it.
+  static void append_head(std::string& o, const response& r, bool drop_trailer) {
     char line[64];
     int n = std::snprintf(line, sizeof line, "HTTP/1.1 %d ", r.status);
     o.append(line, static_cast<std::size_t>(n));
@@ -739,13 +736,24 @@ struct server::impl {
     o += "\r\n";
     for (const auto& h : r.headers) {
       if (reserved_header(h.name)) continue;
+      if (drop_trailer && wire::iequals(h.name, "Trailer")) continue;
       o += h.name;
       o += ": ";
       o += h.value;
       o += "\r\n";
     }
+  }
+
+  void write_response(connection* c, slot* sl, bool closes) {
+    out_batch& b = batch(c);
+    response& r = sl->resp;
+    bool no_body = r.status == 204 || r.status == 304 || (r.status >= 100 && r.status < 200);
+    std::string& o = b.inline_buf;
+    std::size_t start = o.size();
+    append_head(o, r, false);
     if (!no_body) {
-      n = std::snprintf(line, sizeof line, "Content-Length: %zu\r\n", r.body.size());
+      char line[64];
+      int n = std::snprintf(line, sizeof line, "Content-Length: %zu\r\n", r.body.size());
       o.append(line, static_cast<std::size_t>(n));
     }
     o += "Date: ";
@@ -764,19 +772,7 @@ struct server::impl {
     response& r = sl->resp;
     std::string& o = b.inline_buf;
     std::size_t start = o.size();
-    char line[64];
-    int n = std::snprintf(line, sizeof line, "HTTP/1.1 %d ", r.status);
-    o.append(line, static_cast<std::size_t>(n));
-    o.append(wire::reason_phrase(r.status));
-    o += "\r\n";
-    for (const auto& h : r.headers) {
-      if (reserved_header(h.name)) continue;
-      if (sl->http_1_0 && wire::iequals(h.name, "Trailer")) continue;
-      o += h.name;
-      o += ": ";
-      o += h.value;
-      o += "\r\n";
-    }
+    append_head(o, r, sl->http_1_0);
     if (!sl->http_1_0) o += "Transfer-Encoding: chunked\r\n";
     o += "Date: ";
     o += date_value();
