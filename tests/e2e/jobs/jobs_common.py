@@ -188,3 +188,7 @@ def wait_gone(pattern, deadline=10):
             return True
         time.sleep(0.1)
     return not any(pgrep(p) for p in pats)
+
+
+class SharedServerTestCase(JobsTestCase, ServerTestCase):
+    """JobsTestCase with one default server for the whole class (cls.server)."""

@@ -12,7 +12,7 @@ import threading
 import time
 import unittest
 
-from jobs_common import (JobsTestCase, Server, PY3, MAX_LIMIT, RESULT_KEYS, ID_RE,
+from jobs_common import (JobsTestCase, Server, PY3, MAX_LIMIT, RESULT_KEYS, SharedServerTestCase, ID_RE,
                          TIME_RE)
 
 TOKEN = "jobs-e2e-token"
@@ -291,16 +291,8 @@ class AuthTest(JobsTestCase):
         self.check_status_view(v)
 
 
-class ExitCodeTest(JobsTestCase):
+class ExitCodeTest(SharedServerTestCase):
     """Exit codes, set -eu and shebang scripts through run_to_completion (D3)."""
-
-    @classmethod
-    def setUpClass(cls):
-        cls.server = Server()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.server.close()
 
     def run_code(self, script, **kw):
         res, out = self.server.run_to_completion(script, **kw)
@@ -351,16 +343,8 @@ class ExitCodeTest(JobsTestCase):
         self.assertEqual((code, out), (5, "py 42\n"))
 
 
-class ListTest(JobsTestCase):
+class ListTest(SharedServerTestCase):
     """GET /v1/jobs: status filter, limit clamping, order, JobInfo keys (http-api §5.6, D4)."""
-
-    @classmethod
-    def setUpClass(cls):
-        cls.server = Server()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.server.close()
 
     def list(self, query=""):
         data = self.server.ok("GET", "/v1/jobs" + query)
@@ -434,16 +418,8 @@ class ListTest(JobsTestCase):
             self.assertEqual(len({j["job_id"] for j in jobs}), want)
 
 
-class WaitTest(JobsTestCase):
+class WaitTest(SharedServerTestCase):
     """Long-poll semantics of wait/run (http-api §5.2/5.3, clients §6 items 3-5, D5)."""
-
-    @classmethod
-    def setUpClass(cls):
-        cls.server = Server()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.server.close()
 
     def test_timeout_zero_returns_at_once(self):
         s = self.server
@@ -583,16 +559,8 @@ class WaitTest(JobsTestCase):
             self.assertEqual((t["output"], t["offset"], t["truncated"]), (want, 10, False), q)
 
 
-class BadInputTest(JobsTestCase):
+class BadInputTest(SharedServerTestCase):
     """Request validation (http-api §1, §5.1, §6; D5)."""
-
-    @classmethod
-    def setUpClass(cls):
-        cls.server = Server()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.server.close()
 
     def raw(self, path, data, method="POST"):
         return self.server.request(method, path, raw_body=data,

@@ -2,18 +2,10 @@
 import threading
 import unittest
 
-from jobs_common import JobsTestCase, Server
+from jobs_common import JobsTestCase, Server, SharedServerTestCase
 
 
-class ConcurrencyTest(JobsTestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.server = Server()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.server.close()
-
+class ConcurrencyTest(SharedServerTestCase):
     def run_many(self, n, mode):
         s = self.server
         results, errors = {}, []

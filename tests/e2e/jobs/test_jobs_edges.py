@@ -7,18 +7,10 @@ import threading
 import time
 import unittest
 
-from jobs_common import JobsTestCase, Server, marker, pgrep, wait_gone, sleeper, kill_all
+from jobs_common import JobsTestCase, Server, marker, pgrep, wait_gone, sleeper, kill_all, SharedServerTestCase
 
 
-class EdgeTest(JobsTestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.server = Server()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.server.close()
-
+class EdgeTest(SharedServerTestCase):
     def in_thread(self, fn):
         box = {}
 

@@ -6,18 +6,10 @@ import signal
 import time
 import unittest
 
-from jobs_common import JobsTestCase, Server, pgrep, sleeper, kill_all, TERMINAL
+from jobs_common import JobsTestCase, Server, pgrep, sleeper, kill_all, TERMINAL, SharedServerTestCase
 
 
-class VanishingProcessTest(JobsTestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.server = Server()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.server.close()
-
+class VanishingProcessTest(SharedServerTestCase):
     def setUp(self):
         self.snippet, self.patterns = sleeper()
 
@@ -107,15 +99,7 @@ class VanishingProcessTest(JobsTestCase):
         self.assertEqual(s.ok("GET", "/healthz"), {"status": "ok"})
 
 
-class DecoderEdgeTest(JobsTestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.server = Server()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.server.close()
-
+class DecoderEdgeTest(SharedServerTestCase):
     def raw_run(self, data, timeout=60):
         return self.server.request("POST", "/v1/jobs/run", raw_body=data, timeout=timeout,
                                    headers={"Content-Type": "application/json"})

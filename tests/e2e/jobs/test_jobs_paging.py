@@ -6,7 +6,7 @@ the same text with the same generator code and compares every window byte for by
 import time
 import unittest
 
-from jobs_common import JobsTestCase, Server, PY3
+from jobs_common import JobsTestCase, Server, PY3, SharedServerTestCase
 
 # Shared by the job (embedded in its script) and the test (exec'd here).
 GENERATOR = r'''
@@ -122,16 +122,8 @@ class LargeUtf8PagingTest(JobsTestCase):
 
 
 @unittest.skipUnless(PY3, "no /usr/bin/python3")
-class SmallWindowPagingTest(JobsTestCase):
+class SmallWindowPagingTest(SharedServerTestCase):
     """A full pass with output_limit 7 (and 1..4) over a smaller mixed output."""
-
-    @classmethod
-    def setUpClass(cls):
-        cls.server = Server()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.server.close()
 
     def full_pass(self, mode, limit):
         s = self.server

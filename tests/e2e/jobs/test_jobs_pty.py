@@ -4,18 +4,10 @@ import os
 import time
 import unittest
 
-from jobs_common import JobsTestCase, Server, marker, pgrep, wait_gone, sleeper, kill_all
+from jobs_common import JobsTestCase, Server, marker, pgrep, wait_gone, sleeper, kill_all, SharedServerTestCase
 
 
-class AnsiTest(JobsTestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.server = Server()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.server.close()
-
+class AnsiTest(SharedServerTestCase):
     def out(self, script, **kw):
         res, out = self.server.run_to_completion(script, **kw)
         self.assertEqual((res["status"], res["exit_code"]), ("exited", 0), (res, out))
@@ -64,15 +56,7 @@ done
                          "".join(f"done {i}\n" for i in range(400)))
 
 
-class InputTest(JobsTestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.server = Server()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.server.close()
-
+class InputTest(SharedServerTestCase):
     def input(self, jid, text, offset, timeout=10):
         return self.check_result(self.server.ok(
             "POST", f"/v1/jobs/{jid}/input",
@@ -138,15 +122,7 @@ class InputTest(JobsTestCase):
                           404, "job_not_found")
 
 
-class TerminateDeleteTest(JobsTestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.server = Server()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.server.close()
-
+class TerminateDeleteTest(SharedServerTestCase):
     def stubborn(self, mk):
         self.addCleanup(kill_all, [mk])
         # the marker is in the argv of the looping shell, so pgrep -f can find it

@@ -3,18 +3,10 @@ import os
 import time
 import unittest
 
-from jobs_common import JobsTestCase, Server, PY3, RESULT_KEYS, STATUS_KEYS
+from jobs_common import JobsTestCase, Server, PY3, RESULT_KEYS, STATUS_KEYS, SharedServerTestCase
 
 
-class StdioTest(JobsTestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.server = Server()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.server.close()
-
+class StdioTest(SharedServerTestCase):
     def job_file(self, jid, name):
         with open(os.path.join(self.server.state_dir, "jobs", jid, name), "rb") as f:
             return f.read()
