@@ -425,11 +425,23 @@ void start_session(self_ptr self) {
       r.session_name);
 }
 
+// The registry has forgotten the job: everything still waiting learns it is gone. Requests
+// the registry forwarded before that are ahead of `retire` in the mailbox and get 404 too.
+void finish_removal(self_ptr self) {
+  auto& st = self->state;
+  st.removed = true;
+  for (auto& w : st.waiters) reply_error(w.resp, 404, "job_not_found", "Unknown job id");
+  st.waiters.clear();
+  for (auto& call : st.during_removal) reply_error(call.resp, 404, "job_not_found", "Unknown job id");
+  st.during_removal.clear();
+  self->send(self, retire{});
+}
+
 // The job never got a row: leave the registry and stop.
 void abandon(self_ptr self) {
   self->state.removing = true;
   self->request(self->state.peers.registry, caf::infinite, job_removed{self->state.row.job_id})
-      .then([self](removal_ack&) { self->quit(); });
+      .then([self](removal_ack&) { finish_removal(self); });
 }
 
 void begin_run(self_ptr self) {
@@ -582,7 +594,8 @@ void finish_terminate(self_ptr self) {
 void remove_job(self_ptr self, std::optional<responder> resp) {
   auto& st = self->state;
   if (st.removing) {
-    if (resp) reply_error(*resp, 404, "job_not_found", "Unknown job id");
+    // A delete racing another removal: answered when that one is complete.
+    if (resp) st.during_removal.push_back(job_call{st.row.job_id, op_delete{true, 0}, *resp});
     return;
   }
   st.removing = true;
@@ -593,6 +606,9 @@ void remove_job(self_ptr self, std::optional<responder> resp) {
         if (!r.ok) {
           st.removing = false;
           if (resp) reply_internal(*resp, r.error);
+          // The job still exists: the requests that waited are served normally.
+          for (auto& call : st.during_removal) self->send(self, std::move(call));
+          st.during_removal.clear();
           return;
         }
         io::fs::remove_tree(st.dir);
@@ -601,8 +617,7 @@ void remove_job(self_ptr self, std::optional<responder> resp) {
         self->request(st.peers.registry, caf::infinite, job_removed{st.row.job_id})
             .then([self, resp, changed = r.changed](removal_ack&) {
               auto& st = self->state;
-              for (auto& w : st.waiters) reply_error(w.resp, 404, "job_not_found", "Unknown job id");
-              st.waiters.clear();
+              finish_removal(self);
               if (resp) {
                 if (changed) {
                   io::json::writer w;
@@ -613,7 +628,6 @@ void remove_job(self_ptr self, std::optional<responder> resp) {
                   reply_error(*resp, 404, "job_not_found", "Unknown job id");
                 }
               }
-              self->quit();
             });
       });
 }
@@ -672,8 +686,12 @@ void deliver_input(self_ptr self, op_input in, responder resp) {
 
 void handle_call(self_ptr self, job_call& call) {
   auto& st = self->state;
-  if (st.removing) {
+  if (st.removed) {
     reply_error(call.resp, 404, "job_not_found", "Unknown job id");
+    return;
+  }
+  if (st.removing) {
+    st.during_removal.push_back(std::move(call));
     return;
   }
   std::visit(
@@ -704,7 +722,9 @@ void handle_call(self_ptr self, job_call& call) {
             reply_error(call.resp, 409, "job_running", "Job " + st.row.job_id + " is still running");
             return;
           }
-          if (!done(self)) {
+          // A terminate under way (even one whose row is already terminal) ends first:
+          // its caller is answered before the job disappears.
+          if (!done(self) || st.terminating) {
             begin_terminate(self, op.grace_s, [self, resp = call.resp] { remove_job(self, resp); });
             return;
           }
@@ -771,13 +791,15 @@ caf::behavior job_actor(caf::stateful_actor<job_state>* self, job_settings cfg, 
       [self](terminate_deadline& m) {
         if (m.generation == self->state.terminate_generation) finish_terminate(self);
       },
+      [self](retire&) { self->quit(); },
       [self](finalizer_timeout&) {
         self->state.finalizer_expired = true;
         settle(self);
       },
       [self](collect_if_expired& m) {
         auto& st = self->state;
-        if (done(self) && st.row.ended_at && *st.row.ended_at <= m.cutoff && !st.busy)
+        if (done(self) && st.row.ended_at && *st.row.ended_at <= m.cutoff && !st.busy &&
+            !st.terminating)
           remove_job(self, std::nullopt);
       },
       [self](shutdown_jobs&) {

@@ -52,11 +52,15 @@ struct job_state {
   bool busy = false;   // a store transition is in flight
   bool dirty = false;  // something happened meanwhile: settle again afterwards
   bool removing = false;
+  bool removed = false;  // row and files are gone; only answering 404 until `retire`
   bool watching = false;
   bool finalizer_timer_armed = false;
   bool finalizer_expired = false;
 
   std::vector<waiter> waiters;
+  // Requests that arrived while the job was being removed: answered once the removal is
+  // complete (404 when it succeeded), never while its files still exist.
+  std::vector<job_call> during_removal;
   std::uint64_t next_waiter_id = 1;
 
   // terminate in progress: answered when the session is gone or the grace ran out (D9)

@@ -230,6 +230,9 @@ struct terminate_deadline {
   std::uint64_t generation;
 };
 struct finalizer_timeout {};
+// Sent to itself by a removed job actor: requests already in its mailbox (forwarded by
+// the registry before it forgot the job) are answered 404 first, then it quits.
+struct retire {};
 
 }  // namespace shellctl::actors
 
@@ -274,3 +277,4 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::waiter_tick)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::pipe_ready_timeout)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::terminate_deadline)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::finalizer_timeout)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::retire)
