@@ -1,7 +1,7 @@
 // shellctl-runner: started by tmux for every job (runtime.md §4, §5).
 //   parent: shellctl-runner <job_dir> <job_id> <cwd> [pty|stdio]
 //   child : shellctl-runner --exec [--landlock] [--rw CSV] [--ro CSV] [--dev CSV] [--]
-//           <script> <cwd>
+//           <script> <cwd>      (by hand only: Landlock without namespaces)
 #include "io/proc/runner.hpp"
 
 #include <cstdio>
@@ -9,25 +9,12 @@
 #include <string>
 #include <vector>
 
-#include "io/sandbox/landlock.hpp"
 #include "io/sandbox/policy.hpp"
 
 namespace proc = shellctl::io::proc;
 namespace sandbox = shellctl::io::sandbox;
 
 namespace {
-
-// The child role with a resolved policy: Landlock (if on) just before exec.
-int run_child_with(const sandbox::path_policy& policy, const std::string& script,
-                   const std::string& cwd) {
-  proc::sandbox_hook hook;
-  if (policy.isolation) {
-    hook = [&policy](const proc::child_context& ctx, std::string& why) {
-      return sandbox::apply_landlock(policy, ctx.home, ctx.cwd, ctx.job_dir, why);
-    };
-  }
-  return proc::run_child(script, cwd, hook);
-}
 
 int child_main(const std::vector<std::string>& args) {
   std::string err;
@@ -38,7 +25,7 @@ int child_main(const std::vector<std::string>& args) {
                  err.c_str());
     return proc::kExitSetupFailed;
   }
-  return run_child_with(parsed->policy, parsed->script, parsed->cwd);
+  return proc::run_exec_role(parsed->script, parsed->cwd, parsed->policy);
 }
 
 int parent_main(const std::vector<std::string>& args) {
@@ -60,16 +47,11 @@ int parent_main(const std::vector<std::string>& args) {
     std::fprintf(stderr, "shellctl: invalid job mode \"%s\"\n", mode.c_str());
     return proc::kExitSetupFailed;
   }
-  // The policy comes from the runner's own environment (the server's settings), read
-  // before the job's overlay exists, and travels to the child on its command line.
-  const auto policy =
-      sandbox::policy_from_env([](const char* name) -> const char* { return std::getenv(name); });
-  opts.child_flags = sandbox::policy_to_args(policy);
-  // The child role runs in the forked child directly (the `--exec` form stays for
-  // callers that start it by hand): process creation is the costliest step of a start.
-  opts.child_role = [policy](const std::string& script, const std::string& cwd) {
-    return run_child_with(policy, script, cwd);
-  };
+  // The sandbox comes from the runner's own environment (the server's settings), read
+  // before the job's overlay exists (decision D7).
+  opts.sandbox = proc::sandbox_from_env([](const char* name) -> const char* {
+    return std::getenv(name);
+  });
   return proc::run_parent(opts);
 }
 

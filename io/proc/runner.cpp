@@ -7,6 +7,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/inotify.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -16,8 +17,17 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
+#include <string_view>
 
 #include "io/proc/job_env.hpp"
+#include "io/proc/job_init.hpp"
+#include "io/proc/job_world.hpp"
+#include "io/sandbox/capabilities.hpp"
+#include "io/sandbox/landlock.hpp"
+#include "io/sandbox/namespaces.hpp"
+#include "io/sandbox/path_rules.hpp"
+#include "io/sandbox/seccomp.hpp"
 #include "io/text/clock.hpp"
 
 extern char** environ;
@@ -139,27 +149,267 @@ struct capture {
   bool write_failed = false;
 };
 
+// What the job's process needs to become the script, decided before any sandboxing
+// (runtime.md §4.2 steps 1-3, plus HOME: decision D7 and guarantee G4).
+struct child_plan {
+  std::string cwd;            // as given; the host-root job starts there
+  std::string cwd_canonical;  // symlinks resolved; the own-root job starts there
+  bool cwd_granted = false;   // the cwd gets the original's read-write grant
+  std::string home;           // the HOME to grant (canonical with isolation); "" = none
+  std::vector<std::string> argv;
+  std::string resolved;  // argv[0] found through PATH in the host's tree
+};
+
+// Creates the missing components of `canonical` (canonical_prospective's answer) one at a
+// time, never following a symlink: one planted in between fails the job instead of
+// steering the creation elsewhere.
+bool make_home_dirs(const std::string& canonical, std::string& err) {
+  int fd = ::open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+  std::size_t i = 1;
+  while (fd >= 0 && i < canonical.size()) {
+    std::size_t j = canonical.find('/', i);
+    if (j == std::string::npos) j = canonical.size();
+    const std::string name = canonical.substr(i, j - i);
+    i = j + 1;
+    if (name.empty()) continue;
+    const int flags = O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+    int next = ::openat(fd, name.c_str(), flags);
+    if (next < 0 && errno == ENOENT) {
+      if (::mkdirat(fd, name.c_str(), 0700) != 0 && errno != EEXIST) {
+        err = errno_text(errno);
+        ::close(fd);
+        return false;
+      }
+      next = ::openat(fd, name.c_str(), flags);
+    }
+    if (next < 0) err = errno == ELOOP ? "a symlink is in the way" : errno_text(errno);
+    ::close(fd);
+    fd = next;
+  }
+  if (fd < 0) {
+    if (err.empty()) err = errno_text(errno);
+    return false;
+  }
+  ::close(fd);
+  return true;
+}
+
+int refuse_home(const std::string& why) {
+  std::fprintf(stderr, "shellctl-runner: sandbox: %s\n", why.c_str());
+  return kExitSetupFailed;
+}
+
+// HOME from the job's environment: created if missing (0700). With path isolation it must
+// be absolute and outside "/", the system trees and the state dir (G4), checked on the
+// resolved path before and after the creation. Returns 0 or the exit code.
+int prepare_home(const sandbox_settings& sb, std::string& home_out) {
+  const char* env = std::getenv("HOME");
+  const std::string home = env != nullptr ? env : "";
+  if (home.empty()) {
+    if (!sb.policy.isolation) return 0;
+    std::fprintf(stderr,
+                 "shellctl-runner: landlock: HOME is empty; refusing to run the job "
+                 "without its home directory\n");
+    return kExitSetupFailed;
+  }
+  if (!sb.policy.isolation) {
+    if (!sb.state_dir.empty() && home[0] == '/' && sandbox::is_within(home, sb.state_dir))
+      return refuse_home(sandbox::home_verdict_text(sandbox::home_verdict::inside_state, home));
+    std::string err;
+    if (!mkdir_all(home, err)) {
+      child_diag("create HOME " + home, err);
+      return kExitSetupFailed;
+    }
+    home_out = home;
+    return 0;
+  }
+  if (home[0] != '/')
+    return refuse_home(sandbox::home_verdict_text(sandbox::home_verdict::relative, home));
+  const auto canonical = sandbox::canonical_prospective(home);
+  if (!canonical) {
+    child_diag("create HOME " + home, "not a directory");
+    return kExitSetupFailed;
+  }
+  auto verdict = sandbox::check_home(*canonical, sb.state_dir, sb.server_home);
+  if (verdict != sandbox::home_verdict::ok)
+    return refuse_home(sandbox::home_verdict_text(verdict, *canonical));
+  std::string err;
+  if (!make_home_dirs(*canonical, err)) {
+    child_diag("create HOME " + home, err);
+    return kExitSetupFailed;
+  }
+  char buf[PATH_MAX];
+  if (::realpath(canonical->c_str(), buf) == nullptr) {
+    child_diag("resolve HOME " + home, errno_text(errno));
+    return kExitSetupFailed;
+  }
+  verdict = sandbox::check_home(buf, sb.state_dir, sb.server_home);
+  if (verdict != sandbox::home_verdict::ok)
+    return refuse_home(sandbox::home_verdict_text(verdict, buf));
+  home_out = buf;
+  return 0;
+}
+
+// chdir (111), HOME (125), argv and PATH (127), in the order the original reports them.
+int plan_child(const std::string& script, const std::string& cwd, const sandbox_settings& sb,
+               child_plan& plan) {
+  plan.cwd = cwd;
+  if (::chdir(cwd.c_str()) != 0) {
+    child_diag("chdir " + cwd, errno_text(errno));
+    return kExitChdirFailed;
+  }
+  char buf[PATH_MAX];
+  plan.cwd_canonical = ::getcwd(buf, sizeof buf) != nullptr ? buf : cwd;
+  plan.cwd_granted = sandbox::cwd_gets_grant(plan.cwd_canonical, sb.state_dir);
+  if (const int rc = prepare_home(sb, plan.home); rc != 0) return rc;
+  {
+    char magic[2] = {0, 0};
+    const int fd = ::open(script.c_str(), O_RDONLY | O_CLOEXEC);
+    bool shebang = false;
+    if (fd >= 0) {
+      shebang = ::read(fd, magic, 2) == 2 && magic[0] == '#' && magic[1] == '!';
+      ::close(fd);
+    }
+    if (shebang) {
+      ::chmod(script.c_str(), 0755);  // best effort: a failure surfaces as 127/126 below
+      plan.argv = {script};
+    } else {
+      plan.argv = {"sh", script};
+    }
+  }
+  if (!look_path(plan.argv[0], plan.resolved)) {
+    child_diag("exec: \"" + plan.argv[0] + "\"", "executable file not found in $PATH");
+    return kExitNotFound;
+  }
+  return 0;
+}
+
+using sandbox_step = std::function<bool(std::string& err)>;
+
+// The last steps of the job's own process: chdir, default signals, `sandbox` (which names
+// its own failures: "landlock: ...", "sandbox: ..."), execve (126). Returns only on failure.
+int exec_child(const child_plan& plan, const std::string& chdir_to, const sandbox_step& sandbox) {
+  if (::chdir(chdir_to.c_str()) != 0) {
+    child_diag("chdir " + chdir_to, errno_text(errno));
+    return kExitChdirFailed;
+  }
+  reset_signals();
+  if (sandbox) {
+    std::string err;
+    if (!sandbox(err)) {
+      std::fprintf(stderr, "shellctl-runner: %s\n", err.c_str());
+      return kExitSetupFailed;
+    }
+  }
+  ::close_range(3, ~0U, 0);  // nothing of the runner's stays open in the job
+  std::vector<std::string> argv = plan.argv;
+  auto c_argv = c_strings(argv);
+  ::execve(plan.resolved.c_str(), c_argv.data(), environ);
+  child_diag("exec " + plan.resolved, errno_text(errno));
+  return kExitExecFailed;
+}
+
+sandbox_step landlock_step(const sandbox::path_policy& policy, const child_plan& plan,
+                           const std::string& job_dir) {
+  return [&policy, &plan, job_dir](std::string& err) {
+    if (!sandbox::apply_landlock(policy, plan.home, plan.cwd_granted ? plan.cwd_canonical : "",
+                                 job_dir, err)) {
+      err = "landlock: " + err;
+      return false;
+    }
+    return true;
+  };
+}
+
+// The job's process inside its namespaces: capabilities cut, no_new_privs, Landlock (with
+// isolation), seccomp. Order matters: Landlock and seccomp need no_new_privs, and the
+// filter comes last so that it never stands in the way of the steps before it.
+sandbox_step namespaced_step(const sandbox_settings& sb, const sandbox::path_policy& policy,
+                             const child_plan& plan, const std::string& job_dir) {
+  auto landlock = landlock_step(policy, plan, job_dir);
+  return [&sb, landlock](std::string& err) {
+    if (!sandbox::cut_capabilities(err)) {
+      err = "sandbox: " + err;
+      return false;
+    }
+    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
+      err = "sandbox: set no_new_privs: " + errno_text(errno);
+      return false;
+    }
+    if (sb.policy.isolation && !landlock(err)) return false;
+    if (!sandbox::install_job_filter(err)) {
+      err = "sandbox: " + err;
+      return false;
+    }
+    return true;
+  };
+}
+
+// PID 1 of the job's namespaces: plan, build the world, start the job, then be its init.
+int init_role(const parent_options& opts, const std::string& script, int status_fd) {
+  const auto& sb = opts.sandbox;
+  child_plan plan;
+  if (const int rc = plan_child(script, opts.cwd, sb, plan); rc != 0) return rc;
+  char buf[PATH_MAX];
+  world_spec w;
+  w.own_root = sb.policy.isolation;
+  w.policy = sb.policy;
+  w.state_dir = sb.state_dir;
+  w.job_dir = ::realpath(opts.job_dir.c_str(), buf) != nullptr ? buf : absolute(opts.job_dir);
+  w.home = plan.home;
+  w.cwd = plan.cwd_canonical;
+  w.cwd_granted = plan.cwd_granted;
+  if (!sb.state_dir.empty() && !plan.home.empty())
+    w.home_view = sandbox::home_view_dir(sb.state_dir, plan.home);
+  std::string err;
+  if (w.own_root && w.home.empty()) {
+    diag("sandbox", "no HOME to grant");
+    return kExitSetupFailed;
+  }
+  if (!build_world(w, err)) {
+    diag("sandbox", err);
+    return kExitSetupFailed;
+  }
+  // The same-HOME outputs are readable: Landlock must let them through too (G7).
+  sandbox::path_policy policy = sb.policy;
+  if (!w.home_view.empty()) policy.ro_dirs.push_back(sb.state_dir + "/jobs");
+  const std::string job_dir = w.job_dir;
+  const std::string chdir_to = w.own_root ? plan.cwd_canonical : plan.cwd;
+  block_all_signals();
+  const pid_t job = ::fork();
+  if (job < 0) {
+    diag("fork", errno_text(errno));
+    return kExitSetupFailed;
+  }
+  if (job == 0) {
+    ::close(status_fd);
+    ::_exit(exec_child(plan, chdir_to, namespaced_step(sb, policy, plan, job_dir)));
+  }
+  run_init(job, status_fd);
+}
+
+// The job without namespaces: Landlock alone when isolation is on (SHELLCTL_JOB_NAMESPACES
+// =off, refused by the server with isolation), nothing when it is off (as the original).
+int plain_role(const parent_options& opts, const std::string& script) {
+  child_plan plan;
+  if (const int rc = plan_child(script, opts.cwd, opts.sandbox, plan); rc != 0) return rc;
+  char buf[PATH_MAX];
+  const std::string job_dir =
+      ::realpath(opts.job_dir.c_str(), buf) != nullptr ? buf : absolute(opts.job_dir);
+  sandbox_step step;
+  if (opts.sandbox.policy.isolation) step = landlock_step(opts.sandbox.policy, plan, job_dir);
+  return exec_child(plan, plan.cwd, step);
+}
+
 class child_process {
  public:
   child_process(const parent_options& opts, std::vector<std::string> env)
       : opts_(opts), env_(std::move(env)) {}
 
-  // Starts the child and waits for it (and, in stdio mode, for EOF on both streams).
-  // Returns the code for the artifacts.
+  // Starts the job and waits for its main process (and, in stdio mode, for EOF on both
+  // streams). Returns the code for the artifacts.
   int run(int out_file, int err_file) {
-    char self[PATH_MAX];
-    const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n < 0) {
-      diag("readlink /proc/self/exe", errno_text(errno));
-      return kExitSetupFailed;
-    }
-    self[n] = '\0';
-    std::vector<std::string> argv{self, "--exec"};
-    argv.insert(argv.end(), opts_.child_flags.begin(), opts_.child_flags.end());
-    argv.push_back("--");
-    argv.push_back(join_path(absolute(opts_.job_dir), "script"));
-    argv.push_back(opts_.cwd);
-    auto c_argv = c_strings(argv);
+    const std::string script = join_path(absolute(opts_.job_dir), "script");
     auto c_env = c_strings(env_);
 
     const bool stdio = opts_.mode == job_mode::stdio;
@@ -175,9 +425,18 @@ class child_process {
         return kExitSetupFailed;
       }
     }
+    // In the child: the job's streams and environment.
+    auto enter_job_side = [&] {
+      if (stdio) {
+        if (::dup2(dev_null, STDIN_FILENO) < 0 || ::dup2(out_pipe[1], STDOUT_FILENO) < 0 ||
+            ::dup2(err_pipe[1], STDERR_FILENO) < 0)
+          ::_exit(kExitSetupFailed);
+      }
+      environ = c_env.data();
+    };
 
-    // Signals are taken through a signalfd so that forwarding and child exit share one
-    // poll loop with the stream copies; the child gets the original mask back.
+    // Signals are taken through a signalfd so that forwarding, the child's exit and the
+    // stream copies share one poll loop; the child restores its own.
     sigset_t mask, old_mask;
     sigemptyset(&mask);
     for (int s : {SIGINT, SIGTERM, SIGHUP, SIGCHLD}) sigaddset(&mask, s);
@@ -188,28 +447,60 @@ class child_process {
       return kExitSetupFailed;
     }
 
-    const pid_t pid = ::fork();
-    if (pid < 0) {
-      diag("fork", errno_text(errno));
-      return kExitSetupFailed;
+    pid_t pid = -1;
+    int status_fd = -1;  // namespaced: the main process's wait status comes from init
+    if (opts_.sandbox.namespaces) {
+      int sync[2], status[2];
+      if (::pipe2(sync, O_CLOEXEC) != 0 || ::pipe2(status, O_CLOEXEC) != 0) {
+        diag("pipe", errno_text(errno));
+        return kExitSetupFailed;
+      }
+      std::string err;
+      const auto c = sandbox::clone_into_namespaces(err);
+      if (c.pid == 0) {
+        // PID 1 of the job: it dies with us, and waits until its ids are mapped.
+        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+        ::close(sync[1]);
+        ::close(status[0]);
+        ::close(sfd);
+        char go = 0;
+        if (::read(sync[0], &go, 1) != 1) ::_exit(kExitSetupFailed);
+        ::close(sync[0]);
+        enter_job_side();
+        ::_exit(init_role(opts_, script, status[1]));
+      }
+      ::close(sync[0]);
+      ::close(status[1]);
+      if (c.pid > 0) {
+        bool ok = !c.user_ns || sandbox::map_ids(c.pid, ::geteuid(), ::getegid(), err);
+        char go = 'g';
+        ok = ok && ::write(sync[1], &go, 1) == 1;
+        ::close(sync[1]);
+        if (!ok) {
+          ::kill(c.pid, SIGKILL);
+          diag("sandbox", err);
+        }
+        pid = c.pid;
+        status_fd = status[0];
+      } else {
+        ::close(sync[1]);
+        ::close(status[0]);
+        if (opts_.sandbox.policy.isolation) {
+          diag("sandbox", err + " (path isolation needs them)");
+          return kExitSetupFailed;
+        }
+      }
     }
-    if (pid == 0) {
-      ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
-      if (stdio) {
-        if (::dup2(dev_null, STDIN_FILENO) < 0 || ::dup2(out_pipe[1], STDOUT_FILENO) < 0 ||
-            ::dup2(err_pipe[1], STDERR_FILENO) < 0)
-          ::_exit(kExitSetupFailed);
+    if (pid < 0) {
+      pid = ::fork();
+      if (pid < 0) {
+        diag("fork", errno_text(errno));
+        return kExitSetupFailed;
       }
-      if (opts_.child_role) {
-        // The job's environment replaces ours; the child role execs the script with it.
-        environ = c_env.data();
-        ::_exit(opts_.child_role(join_path(absolute(opts_.job_dir), "script"), opts_.cwd));
+      if (pid == 0) {
+        enter_job_side();
+        ::_exit(plain_role(opts_, script));
       }
-      ::execve(self, c_argv.data(), c_env.data());
-      const std::string msg =
-          std::string("shellctl-runner: start child: ") + errno_text(errno) + "\n";
-      write_all(STDERR_FILENO, msg.data(), msg.size());
-      ::_exit(kExitSetupFailed);
     }
 
     capture streams[2] = {{"stdout", out_pipe[0], out_file}, {"stderr", err_pipe[0], err_file}};
@@ -219,13 +510,16 @@ class child_process {
       ::close(err_pipe[1]);
     }
     bool capture_failed = false;
-    bool reaped = false;
+    bool exited = false;    // our child (the job, or its init) is gone
+    bool finished = false;  // the job's main process is gone and its status known
     int status = 0;
     std::string buf(64 * 1024, '\0');
-    while (!reaped || streams[0].pipe_fd >= 0 || streams[1].pipe_fd >= 0) {
-      pollfd fds[3];
+    while (!finished || streams[0].pipe_fd >= 0 || streams[1].pipe_fd >= 0) {
+      pollfd fds[4];
       nfds_t nfds = 0;
       fds[nfds++] = {sfd, POLLIN, 0};
+      const int status_slot = status_fd >= 0 ? static_cast<int>(nfds) : -1;
+      if (status_fd >= 0) fds[nfds++] = {status_fd, POLLIN, 0};
       int slot[2] = {-1, -1};
       for (int k = 0; k < 2; ++k) {
         if (streams[k].pipe_fd < 0) continue;
@@ -238,18 +532,32 @@ class child_process {
         capture_failed = true;
         break;  // unreachable in practice; the child is still reaped below
       }
-      if (fds[0].revents != 0) handle_signals(sfd, pid, reaped, status);
+      if (fds[0].revents != 0) handle_signals(sfd, pid, exited, status, finished);
+      if (status_slot >= 0 && fds[status_slot].revents != 0) {
+        // init's report (or EOF: it died before the job did, e.g. a setup failure).
+        int job_status = 0;
+        if (::read(status_fd, &job_status, sizeof job_status) ==
+            static_cast<ssize_t>(sizeof job_status)) {
+          status = job_status;
+          finished = true;
+        }
+        ::close(status_fd);
+        status_fd = -1;
+        if (!finished && exited) finished = true;  // init's own status stands
+      }
+      if (exited && status_fd < 0) finished = true;
       for (int k = 0; k < 2; ++k) {
         if (slot[k] < 0 || fds[slot[k]].revents == 0) continue;
         if (!copy_once(streams[k], buf)) capture_failed = true;
       }
     }
-    if (!reaped) {
+    if (!finished && !exited) {
       while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
       }
     }
     for (auto& s : streams)
       if (s.pipe_fd >= 0) ::close(s.pipe_fd);
+    if (status_fd >= 0) ::close(status_fd);
     ::close(sfd);
     ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
     const int code = exit_code_of(status);
@@ -260,12 +568,18 @@ class child_process {
   const parent_options& opts_;
   std::vector<std::string> env_;
 
-  static void handle_signals(int sfd, pid_t pid, bool& reaped, int& status) {
+  // SIGCHLD: our child exited (its status stands unless init reports the job's). Others:
+  // forwarded to the child while the job runs.
+  static void handle_signals(int sfd, pid_t pid, bool& exited, int& status, bool& finished) {
     signalfd_siginfo si{};
     while (::read(sfd, &si, sizeof si) == static_cast<ssize_t>(sizeof si)) {
       if (si.ssi_signo == SIGCHLD) {
-        if (!reaped && ::waitpid(pid, &status, WNOHANG) == pid) reaped = true;
-      } else if (!reaped) {
+        int st = 0;
+        if (!exited && ::waitpid(pid, &st, WNOHANG) == pid) {
+          exited = true;
+          if (!finished) status = st;
+        }
+      } else if (!exited && !finished) {
         ::kill(pid, static_cast<int>(si.ssi_signo));
       }
     }
@@ -499,65 +813,27 @@ bool look_path(const std::string& name, std::string& resolved) {
   }
 }
 
-int run_child(const std::string& script, const std::string& cwd, const sandbox_hook& sandbox) {
-  if (::chdir(cwd.c_str()) != 0) {
-    child_diag("chdir " + cwd, errno_text(errno));
-    return kExitChdirFailed;
-  }
-  const char* home_env = std::getenv("HOME");
-  const std::string home = home_env != nullptr ? home_env : "";
-  if (home.empty()) {
-    if (sandbox) {
-      std::fprintf(stderr,
-                   "shellctl-runner: landlock: HOME is empty; refusing to run the job "
-                   "without its home directory\n");
-      return kExitSetupFailed;
-    }
-  } else {
-    std::string err;
-    if (!mkdir_all(home, err)) {
-      child_diag("create HOME " + home, err);
-      return kExitSetupFailed;
-    }
-  }
+sandbox_settings sandbox_from_env(const char* (*get)(const char*)) {
+  sandbox_settings sb;
+  sb.policy = sandbox::policy_from_env([get](const char* name) { return get(name); });
+  const char* ns = get("SHELLCTL_JOB_NAMESPACES");
+  sb.namespaces = ns == nullptr || std::string_view(ns) != "off";
+  char buf[PATH_MAX];
+  if (const char* s = get("SHELLCTL_STATE_DIR"); s != nullptr && *s != '\0')
+    sb.state_dir = ::realpath(s, buf) != nullptr ? buf : "";
+  if (const char* h = get("HOME"); h != nullptr && *h != '\0')
+    sb.server_home = ::realpath(h, buf) != nullptr ? buf : h;
+  return sb;
+}
 
-  std::vector<std::string> argv;
-  {
-    char magic[2] = {0, 0};
-    const int fd = ::open(script.c_str(), O_RDONLY | O_CLOEXEC);
-    bool shebang = false;
-    if (fd >= 0) {
-      shebang = ::read(fd, magic, 2) == 2 && magic[0] == '#' && magic[1] == '!';
-      ::close(fd);
-    }
-    if (shebang) {
-      ::chmod(script.c_str(), 0755);  // best effort: a failure surfaces as 127/126 below
-      argv = {script};
-    } else {
-      argv = {"sh", script};
-    }
-  }
-  std::string resolved;
-  if (!look_path(argv[0], resolved)) {
-    child_diag("exec: \"" + argv[0] + "\"", "executable file not found in $PATH");
-    return kExitNotFound;
-  }
-
-  if (sandbox) {
-    char buf[PATH_MAX];
-    const std::string abs_cwd = ::getcwd(buf, sizeof buf) != nullptr ? buf : cwd;
-    const child_context ctx{home, abs_cwd, dirname_of(absolute(script))};
-    std::string err;
-    if (!sandbox(ctx, err)) {
-      std::fprintf(stderr, "shellctl-runner: landlock: %s\n", err.c_str());
-      return kExitSetupFailed;
-    }
-  }
-
-  auto c_argv = c_strings(argv);
-  ::execve(resolved.c_str(), c_argv.data(), environ);
-  child_diag("exec " + resolved, errno_text(errno));
-  return kExitExecFailed;
+int run_exec_role(const std::string& script, const std::string& cwd,
+                  const sandbox::path_policy& policy) {
+  parent_options opts;
+  opts.cwd = cwd;
+  opts.job_dir = dirname_of(absolute(script));
+  opts.sandbox.policy = policy;
+  opts.sandbox.namespaces = false;
+  return plain_role(opts, script);
 }
 
 }  // namespace shellctl::io::proc

@@ -1,10 +1,16 @@
 #pragma once
-// The two roles of shellctl-runner (runtime.md §4, §5): the parent started by tmux, which
-// waits for the start gate, builds the job environment, starts the child role and
-// publishes the exit artifacts; and the `--exec` child role, which becomes the script.
-#include <functional>
+// The roles of shellctl-runner (runtime.md §4, §5): the parent started by tmux, which waits
+// for the start gate, builds the job environment, starts the job and publishes the exit
+// artifacts; and the child role, which becomes the script.
+//
+// With namespaces (the default), the parent starts the job in new mount and PID namespaces
+// (io/sandbox/namespaces.hpp): their PID 1 (job_init.hpp) builds the job's file-system view
+// (job_world.hpp) and starts the script's process, which cuts its capabilities, sets
+// no_new_privs, applies Landlock (path isolation on) and the seccomp filter, and execs.
 #include <string>
 #include <vector>
+
+#include "io/sandbox/policy.hpp"
 
 namespace shellctl::io::proc {
 
@@ -17,17 +23,26 @@ constexpr int kExitSetupFailed = 125;
 constexpr int kExitExecFailed = 126;
 constexpr int kExitNotFound = 127;
 
+// What the server decided about the job's sandbox. The parent reads it from its OWN
+// environment (the server hands it over through tmux), never from the job's.
+struct sandbox_settings {
+  sandbox::path_policy policy;  // policy.isolation: path isolation (Landlock + own root)
+  // New mount and PID namespaces (SHELLCTL_JOB_NAMESPACES is not "off"). Required with
+  // isolation (its absence fails the job with 125); best effort without.
+  bool namespaces = true;
+  std::string state_dir;    // canonical state dir (SHELLCTL_STATE_DIR); "" = unknown
+  std::string server_home;  // the runner's own HOME, i.e. the server's (canonical)
+};
+
 struct parent_options {
   std::string job_dir;
   std::string cwd;
   job_mode mode = job_mode::pty;
-  // Inserted after `--exec` on the child's command line (the sandbox policy flags).
-  std::vector<std::string> child_flags;
-  // When set, the forked child runs this (the `--exec` role, in-process) instead of
-  // re-executing the runner binary: one exec fewer on every job start. It receives the
-  // script path and cwd and returns only on failure, with the code to exit with.
-  std::function<int(const std::string& script, const std::string& cwd)> child_role;
+  sandbox_settings sandbox;
 };
+
+// Reads the settings from the runner's own environment (getenv-like `get`).
+sandbox_settings sandbox_from_env(const char* (*get)(const char*));
 
 // Blocks until <job_dir>/start-gate exists, watching the directory with inotify (no
 // polling, no timeout). False (with `err`) if the directory cannot be watched or goes away.
@@ -40,19 +55,11 @@ bool write_file_atomic(const std::string& path, const std::string& value, std::s
 // the caller's exit turns it into status 255). Writes the artifacts before returning.
 int run_parent(const parent_options& opts);
 
-struct child_context {
-  std::string home;     // $HOME of the job's environment (may be empty)
-  std::string cwd;      // the job's working directory
-  std::string job_dir;  // the directory holding the script
-};
-
-// Applies the sandbox just before execve; false with `err` aborts the job with 125.
-using sandbox_hook = std::function<bool(const child_context&, std::string& err)>;
-
-// The child role: chdir (111), create HOME (125; with a sandbox an empty HOME is 125),
-// choose and resolve argv (127), apply `sandbox` if set (125), execve (126). Only returns
-// on failure, with the code to exit with.
-int run_child(const std::string& script, const std::string& cwd, const sandbox_hook& sandbox);
+// The `--exec` child role for callers that start it by hand (the server never does):
+// chdir (111), HOME (125), argv (127), Landlock when `policy.isolation` (125), execve
+// (126), without namespaces. Only returns on failure, with the code to exit with.
+int run_exec_role(const std::string& script, const std::string& cwd,
+                  const sandbox::path_policy& policy);
 
 // exec.LookPath: a name containing '/' is checked as is, else searched in PATH.
 bool look_path(const std::string& name, std::string& resolved);

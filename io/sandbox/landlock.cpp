@@ -37,11 +37,18 @@ constexpr std::uint64_t kRefer = 1ULL << 13;          // ABI 2
 constexpr std::uint64_t kTruncate = 1ULL << 14;       // ABI 3
 constexpr std::uint64_t kIoctlDev = 1ULL << 15;       // ABI 5
 
-// Only the first field: the kernel accepts a shorter struct, and network (ABI 4) and
-// scope (ABI 6) restrictions are not part of this policy.
+// The kernel accepts a struct as long as the ABI it knows: 8 bytes before ABI 4, 16 with
+// network rights (not restricted here: jobs keep their network), 24 with scopes (ABI 6).
 struct ruleset_attr {
   std::uint64_t handled_access_fs;
+  std::uint64_t handled_access_net;
+  std::uint64_t scoped;
 };
+
+// ABI 6: signals and abstract Unix sockets may not cross the domain's boundary, so a job
+// can neither signal nor connect to anything that is not of its own domain.
+constexpr std::uint64_t kScopeAbstractUnixSocket = 1ULL << 0;
+constexpr std::uint64_t kScopeSignal = 1ULL << 1;
 
 struct __attribute__((packed)) path_beneath_attr {
   std::uint64_t allowed_access;
@@ -117,8 +124,13 @@ bool apply_landlock(const path_policy& policy, const std::string& home, const st
   if (abi >= 3) handled |= kTruncate;
   if (abi >= 5) handled |= kIoctlDev;
 
-  ruleset_attr attr{handled};
-  const long fd = ::syscall(SYS_landlock_create_ruleset, &attr, sizeof attr, 0U);
+  ruleset_attr attr{handled, 0, 0};
+  std::size_t attr_size = sizeof attr.handled_access_fs;
+  if (abi >= 6) {
+    attr.scoped = kScopeAbstractUnixSocket | kScopeSignal;
+    attr_size = sizeof attr;
+  }
+  const long fd = ::syscall(SYS_landlock_create_ruleset, &attr, attr_size, 0U);
   if (fd < 0) {
     err = "create ruleset: " + errno_text(errno);
     return false;

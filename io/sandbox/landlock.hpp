@@ -13,10 +13,12 @@ namespace shellctl::io::sandbox {
 int landlock_abi();
 
 // Restricts the calling process (and its future children) to:
-//   read-write dirs   : home, cwd (when different), policy.rw_dirs that exist;
+//   read-write dirs   : home, cwd (when non-empty and different), policy.rw_dirs that exist;
 //   read-only + exec  : policy.ro_dirs that exist, and job_dir;
-//   read-write files  : policy.rw_files that exist.
-// Sets no_new_privs. False with `err` (a one-line reason) on any failure.
+//   read-write files  : policy.rw_files that exist;
+// and, where the kernel has ABI 6, scopes signals and abstract Unix sockets to the domain.
+// `cwd` is "" when the job's cwd gets no grant (path_rules.hpp). Sets no_new_privs.
+// False with `err` (a one-line reason) on any failure.
 bool apply_landlock(const path_policy& policy, const std::string& home, const std::string& cwd,
                     const std::string& job_dir, std::string& err);
 

@@ -21,10 +21,43 @@ TS_RE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\n$")
 def wait_for(pred, what):
     """Waits for a condition that an event will make true; fails only on a hang."""
     deadline = time.monotonic() + HANG_GUARD
-    while not pred():
+    while True:
+        value = pred()
+        if value:
+            return value
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         time.sleep(0.01)
+
+
+def children_of(pid):
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(k) for k in f.read().split()]
+    except OSError:
+        return []
+
+
+def alive(pid):
+    """False once the process is gone or a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def job_main_process(runner_pid):
+    """The pid (host numbering) of the process that runs the script: the runner's child,
+    or, when the job has its own PID namespace, the first child of its PID 1."""
+    for kid in children_of(runner_pid):
+        with open(f"/proc/{kid}/status") as f:
+            nspid = [l.split()[1:] for l in f if l.startswith("NSpid:")]
+        if nspid and len(nspid[0]) > 1:  # the job's init: pid 1 of a child namespace
+            grandkids = children_of(kid)
+            return min(grandkids) if grandkids else None
+        return kid
+    return None
 
 
 class RunnerBase(unittest.TestCase):
@@ -226,11 +259,12 @@ class Stdio(RunnerBase):
         self.sb.prepare(script, {"HOME": self.sb.home})
         p = self.sb.popen(self.env)
         try:
+            main = wait_for(lambda: job_main_process(p.pid), "the job's main process")
             with open(ready) as f:  # the foreground part has run
                 self.assertEqual(f.read(), "started\n")
             # The script's shell exits now, but its background child still holds stdout:
             # the runner must wait for it. Wait until the script's shell is gone.
-            wait_for(lambda: self.only_background_left(p.pid), "the script's shell to exit")
+            wait_for(lambda: not alive(main), "the script's shell to exit")
             self.assertIsNone(p.poll())
             self.assertFalse(self.sb.exists("runner-exit-code"))
             self.assertFalse(self.sb.exists("runner-ended-at"))
@@ -244,23 +278,6 @@ class Stdio(RunnerBase):
         self.assertEqual(p.returncode, 0)
         self.assertEqual(self.sb.read("output.log"), "fg\nbg-done\n")
         self.assert_artifacts(0)
-
-    @staticmethod
-    def only_background_left(runner_pid):
-        """True when the runner's direct child (the script's shell) has exited."""
-        try:
-            with open(f"/proc/{runner_pid}/task/{runner_pid}/children") as f:
-                kids = f.read().split()
-        except OSError:
-            return True
-        for kid in kids:
-            try:
-                with open(f"/proc/{kid}/stat") as f:
-                    if f.read().rsplit(")", 1)[1].split()[0] != "Z":
-                        return False
-            except OSError:
-                pass
-        return True
 
     def test_invalid_utf8_is_copied_raw(self):
         payload = b"\xff\xfe raw \xe2\x82 \x1b[31mred\x1b[0m\r\n\x00end"
@@ -359,10 +376,21 @@ class GateAndSignals(RunnerBase):
         self.signal_test(signal.SIGHUP, "HUP")
 
     def test_runner_stays_in_the_callers_process_group(self):
-        self.sb.prepare("cut -d' ' -f5 /proc/$$/stat\n", {"HOME": self.sb.home})
-        r = self.sb.run(self.env)
-        self.assertEqual(r.returncode, 0)
-        self.assertEqual(self.sb.read("output.log").strip(), str(os.getpgrp()))
+        # Seen from the host: inside its PID namespace the job cannot name a group whose
+        # leader lives outside it.
+        ready = self.sb.path("cwd", "ready.fifo")
+        os.mkfifo(ready)
+        self.sb.prepare(f"echo started > {ready}; sleep 30\n", {"HOME": self.sb.home})
+        p = self.sb.popen(self.env)
+        try:
+            with open(ready) as f:
+                self.assertEqual(f.read(), "started\n")
+            main = wait_for(lambda: job_main_process(p.pid), "the job's main process")
+            self.assertEqual(os.getpgid(p.pid), os.getpgrp())
+            self.assertEqual(os.getpgid(main), os.getpgrp())
+        finally:
+            p.kill()
+            p.wait()
 
 
 class PtyMode(RunnerBase):

@@ -1,0 +1,81 @@
+#include "io/proc/job_init.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+namespace shellctl::io::proc {
+
+void block_all_signals() {
+  sigset_t all;
+  sigfillset(&all);
+  ::sigprocmask(SIG_BLOCK, &all, nullptr);
+}
+
+void reset_signals() {
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  for (int s = 1; s < NSIG; ++s) {
+    if (s == SIGKILL || s == SIGSTOP) continue;
+    ::sigaction(s, &dfl, nullptr);  // glibc's reserved real-time signals answer EINVAL
+  }
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+}
+
+[[noreturn]] void run_init(pid_t job, int status_fd) {
+  // Nothing of the runner's stays open here but the report channel.
+  if (status_fd > 3) ::close_range(3, static_cast<unsigned>(status_fd) - 1, 0);
+  ::close_range(static_cast<unsigned>(status_fd) + 1, ~0U, 0);
+  sigset_t all;
+  sigfillset(&all);
+  const int sfd = ::signalfd(-1, &all, SFD_CLOEXEC);
+  // PID 1 holds none of the job's streams: a stdio job ends when its own processes close
+  // them, not when init does.
+  const int null_fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+  if (null_fd >= 0)
+    for (int fd = 0; fd <= 2; ++fd) ::dup2(null_fd, fd);
+  bool job_alive = true;
+  for (;;) {
+    signalfd_siginfo si{};
+    if (sfd < 0 || ::read(sfd, &si, sizeof si) != static_cast<ssize_t>(sizeof si)) {
+      if (sfd >= 0 && errno == EINTR) continue;
+      // No signalfd: fall back to plain waiting (nothing is forwarded then).
+      int status = 0;
+      const pid_t pid = ::waitpid(-1, &status, 0);
+      if (pid == job && job_alive) {
+        job_alive = false;
+        (void)!::write(status_fd, &status, sizeof status);
+      }
+      if (pid < 0 && errno == ECHILD) ::_exit(0);
+      continue;
+    }
+    if (si.ssi_signo == SIGCHLD) {
+      for (;;) {
+        int status = 0;
+        const pid_t pid = ::waitpid(-1, &status, WNOHANG);
+        if (pid == 0) break;
+        if (pid < 0) {
+          if (errno == EINTR) continue;
+          if (!job_alive) ::_exit(0);  // nothing of the job is left
+          break;
+        }
+        if (pid == job && job_alive) {
+          job_alive = false;
+          (void)!::write(status_fd, &status, sizeof status);
+        }
+      }
+      continue;
+    }
+    // Sent by a process (the runner forwarding), not by the kernel for the terminal.
+    if (job_alive && si.ssi_code <= 0) ::kill(job, static_cast<int>(si.ssi_signo));
+  }
+}
+
+}  // namespace shellctl::io::proc

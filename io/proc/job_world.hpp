@@ -1,0 +1,38 @@
+#pragma once
+// The file-system view a sandboxed job sees, built by its PID-1 init inside the job's own
+// mount namespace (io/sandbox/mounts.hpp primitives). Two shapes:
+//
+// * own root (path isolation on): a fresh tmpfs root holding only what the job is granted,
+//   bubblewrap-style: the read-only trees (/usr, /etc, ... as symlinks where the host has
+//   symlinks), HOME, the granted cwd and the extra read-write trees, a minimal /dev with the
+//   allowed device files and a private devpts, a procfs of the job's PID namespace with its
+//   kernel knobs read-only. Sockets, other homes, /run, /var, /tmp contents: absent.
+// * host root (isolation off): the machine's tree as it is, with a fresh procfs and devpts.
+//
+// In both, the state directory is replaced by an empty read-only tmpfs that shows only the
+// job's own directory (read-only) and, at their usual paths, the output.log files of the
+// jobs that share the job's HOME (read-only; guarantee G7); and every directory between a
+// writable tree and the state directory is a mount point, so the job cannot rename its way
+// around the mask (rename(2) refuses mount points).
+#include <string>
+
+#include "io/sandbox/policy.hpp"
+
+namespace shellctl::io::proc {
+
+struct world_spec {
+  bool own_root = true;
+  sandbox::path_policy policy;  // ro_dirs, rw_dirs, rw_files as configured
+  std::string state_dir;        // canonical; "" = unknown (nothing to mask)
+  std::string job_dir;          // canonical
+  std::string home;             // canonical; exists
+  std::string cwd;              // canonical
+  bool cwd_granted = false;     // path_rules.hpp: cwd_gets_grant
+  std::string home_view;        // canonical dir whose jobs/ shows same-HOME output.logs; "" = none
+};
+
+// Builds the view in the calling process's (new) mount namespace and, for an own root,
+// makes it the root. The caller must be PID 1 of the job's PID namespace. False with `err`.
+bool build_world(const world_spec& w, std::string& err);
+
+}  // namespace shellctl::io::proc

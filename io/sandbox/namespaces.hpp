@@ -1,0 +1,29 @@
+#pragma once
+// New mount and PID namespaces for a job (inside a new user namespace when the caller may
+// not create them directly, i.e. when the server does not run as root). The child becomes
+// PID 1 of its PID namespace: when it exits, the kernel kills every other process of the
+// namespace, so nothing a job started can outlive it.
+#include <sys/types.h>
+
+#include <string>
+
+namespace shellctl::io::sandbox {
+
+struct ns_clone {
+  pid_t pid = -1;         // in the parent: the child's pid; 0 in the child; -1 on failure
+  bool user_ns = false;   // a user namespace was created too (ids must be mapped)
+};
+
+// fork()-like: returns twice. The parent must call map_ids() for a user namespace before
+// letting the child go on (the child waits on a pipe for that). On failure `err` says why.
+ns_clone clone_into_namespaces(std::string& err);
+
+// Maps `uid`/`gid` onto themselves in the child's user namespace, so that files keep their
+// owners and the job keeps the uid the server runs as. Written by the parent.
+bool map_ids(pid_t child, uid_t uid, gid_t gid, std::string& err);
+
+// Whether this process can create the namespaces (forks a short-lived child that tries);
+// used once at startup to say so. On false `why` holds the kernel's reason.
+bool namespaces_available(std::string& why);
+
+}  // namespace shellctl::io::sandbox
