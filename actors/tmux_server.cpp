@@ -2,12 +2,23 @@
 
 #include <chrono>
 
+#include "io/tmux/command.hpp"
+
 namespace shellctl::actors {
 namespace {
 
 using state_ptr = caf::stateful_actor<tmux_server_state>*;
 
 void refresh_sessions(state_ptr self);
+
+// Server-wide options, set whenever a tmux server is (re)started: exit-empty off keeps it
+// up with zero job sessions (runtime.md §3.1); history-limit 0 because shellctl never reads
+// tmux's scrollback (output comes through pipe-pane into output.log), so a job can make
+// tmux hold no more than its visible screen (terminal size is capped at 4096x4096).
+std::vector<std::string> server_options() {
+  return {io::tmux::command("set-option").flag("-g").flag("exit-empty").flag("off").line(),
+          io::tmux::command("set-option").flag("-g").flag("history-limit").number(0).line()};
+}
 
 // Sends the lines and queues one pending entry expecting one block per line.
 void submit(state_ptr self, std::vector<std::string> lines, std::string creates_session,
@@ -119,7 +130,8 @@ void refresh_sessions(state_ptr self) {
     return;
   }
   st.list_in_flight = true;
-  submit(self, {"list-sessions -F '#{session_name} #{window_id}'"}, "", [self](tmux_reply& r) {
+  submit(self, {io::tmux::command("list-sessions").flag("-F").arg("#{session_name} #{window_id}").line()},
+         "", [self](tmux_reply& r) {
     auto& st = self->state;
     st.list_in_flight = false;
     session_list result;
@@ -182,7 +194,7 @@ caf::behavior tmux_server(caf::stateful_actor<tmux_server_state>* self, std::str
         if (!start_client(self, error)) return tmux_reply{false, error, {}};
         auto rp = self->make_response_promise<tmux_reply>();
         // exit-empty off keeps the server up with zero job sessions (runtime.md §3.1).
-        submit(self, {"set-option -g exit-empty off"}, "",
+        submit(self, server_options(), "",
                [self, rp](tmux_reply& r) mutable {
                  rp.deliver(r);
                  refresh_sessions(self);
@@ -225,7 +237,7 @@ caf::behavior tmux_server(caf::stateful_actor<tmux_server_state>* self, std::str
         if (!gone.empty() && st.registry) self->send(st.registry, sessions_gone{std::move(gone)});
         std::string error;
         if (start_client(self, error)) {
-          submit(self, {"set-option -g exit-empty off"}, "", [self](tmux_reply&) {
+          submit(self, server_options(), "", [self](tmux_reply&) {
             refresh_sessions(self);
           });
         } else {

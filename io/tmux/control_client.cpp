@@ -1,7 +1,6 @@
 #include "io/tmux/control_client.hpp"
 
 #include "io/fs/files.hpp"
-#include "io/text/shell_quote.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -115,18 +114,6 @@ void control_client::read_loop() {
     if (!lines.empty()) lines_(std::move(lines));
   }
   on_exit_();
-}
-
-// tmux's parser takes the same single-quote form as sh.
-std::string quote(const std::string& arg) { return text::sh_quote(arg); }
-
-std::string quote_format(const std::string& arg) {
-  std::string doubled;
-  for (char c : arg) {
-    doubled += c;
-    if (c == '#') doubled += '#';
-  }
-  return quote(doubled);
 }
 
 bool is_target_missing(const std::string& error_text) {

@@ -46,11 +46,6 @@ class control_client {
   std::thread reader_;
 };
 
-// Quotes one argument for tmux's command parser: '...' with ' written as '\''.
-std::string quote(const std::string& arg);
-// For arguments tmux expands as formats (pipe-pane, display-message): '#' doubled too.
-std::string quote_format(const std::string& arg);
-
 // Does tmux's error text mean "the target is missing" (runtime.md §3)?
 bool is_target_missing(const std::string& error_text);
 
