@@ -10,10 +10,12 @@
 
 #include "actors/api_views.hpp"
 #include "io/fs/files.hpp"
+#include "io/fs/home_views.hpp"
 #include "io/json/json.hpp"
 #include "io/text/clock.hpp"
 #include "io/text/output_window.hpp"
 #include "io/text/shell_quote.hpp"
+#include "io/tmux/command.hpp"
 #include "io/tmux/control_client.hpp"
 
 namespace shellctl::actors {
@@ -23,7 +25,7 @@ using self_ptr = caf::stateful_actor<job_state>*;
 using clock_type = job_state::clock;
 using io::store::is_terminal_status;
 using io::store::transition;
-using io::tmux::quote;
+using tmux_line = io::tmux::command;
 
 const std::vector<std::string> live_statuses = {"created", "starting", "running"};
 
@@ -34,6 +36,12 @@ std::string pane(self_ptr self) { return self->state.row.pane_target; }
 
 void settle(self_ptr self);
 void evaluate_waiters(self_ptr self);
+
+// The job's directory and its same-HOME view entry (io/fs/home_views.hpp).
+void remove_job_files(self_ptr self) {
+  io::fs::remove_tree_atomically(self->state.dir);
+  io::fs::unlink_from_home_views(self->state.cfg.state_dir, self->state.row.job_id);
+}
 void finish_terminate(self_ptr self);
 
 // ---------------------------------------------------------------- answering
@@ -104,7 +112,7 @@ void tmux(self_ptr self, std::vector<std::string> lines, std::function<void(tmux
 }
 
 void kill_session(self_ptr self) {
-  tmux(self, {"kill-session -t " + quote(self->state.row.session_name)}, {});
+  tmux(self, {tmux_line("kill-session").flag("-t").arg(self->state.row.session_name).line()}, {});
 }
 
 // ---------------------------------------------------------------- materialization
@@ -372,8 +380,8 @@ std::string pipe_command(self_ptr self) {
 }
 
 std::vector<std::string> pipe_lines(self_ptr self) {
-  return {"pipe-pane -o -t " + quote(pane(self)) + " " + io::tmux::quote_format(pipe_command(self)),
-          "display-message -p -t " + quote(pane(self)) + " '#{pane_pipe}'"};
+  return {tmux_line("pipe-pane").flag("-o").flag("-t").arg(pane(self)).format_arg(pipe_command(self)).line(),
+          tmux_line("display-message").flag("-p").flag("-t").arg(pane(self)).arg("#{pane_pipe}").line()};
 }
 
 // After pipe-pane + display-message: the pipe must be active, then the sanitizer's ready
@@ -395,13 +403,14 @@ void start_session(self_ptr self) {
   auto& st = self->state;
   auto& r = st.row;
   // The output "<pane_pid> <window_id>" lets tmux_server map the window's close event.
-  std::string cmd = "new-session -d -P -F '#{pane_pid} #{window_id}' -s " + quote(r.session_name) + " -x " +
-                    std::to_string(r.terminal_cols) + " -y " + std::to_string(r.terminal_rows);
-  for (auto& [k, v] : st.cfg.runner_policy_env) cmd += " -e " + quote(k + "=" + v);
-  cmd += " " + quote(io::text::sh_join({st.cfg.runner_link, st.dir, r.job_id, r.cwd, r.mode}));
+  tmux_line cmd("new-session");
+  cmd.flag("-d").flag("-P").flag("-F").arg("#{pane_pid} #{window_id}").flag("-s").arg(r.session_name);
+  cmd.flag("-x").number(r.terminal_cols).flag("-y").number(r.terminal_rows);
+  for (auto& [k, v] : st.cfg.runner_policy_env) cmd.flag("-e").arg(k + "=" + v);
+  cmd.arg(io::text::sh_join({st.cfg.runner_link, st.dir, r.job_id, r.cwd, r.mode}));
   // PTY: session and pipe in one round trip. The runner cannot print before the gate,
   // so nothing is lost between the two commands.
-  std::vector<std::string> lines = {cmd};
+  std::vector<std::string> lines = {cmd.line()};
   if (is_pty(self))
     for (auto& l : pipe_lines(self)) lines.push_back(l);
   tmux(
@@ -458,8 +467,12 @@ void begin_run(self_ptr self) {
     env_json.pop_back();  // the writer's trailing newline is for HTTP bodies
     io::fs::write_file(file(self, ".job-env.json"), env_json, 0600);
     io::fs::write_file(st.output_abs, "", 0600);
+    std::string why;
+    if (!spec.home_view.empty() &&
+        !io::fs::link_into_home_view(spec.home_view, st.row.job_id, st.output_abs, why))
+      std::fprintf(stderr, "shellctl: job %s: home view: %s\n", st.row.job_id.c_str(), why.c_str());
   } catch (const std::exception& e) {
-    io::fs::remove_tree(st.dir);
+    remove_job_files(self);
     reply_internal(st.run->resp, e.what());
     st.run.reset();
     abandon(self);
@@ -468,7 +481,7 @@ void begin_run(self_ptr self) {
   store_request(self, caf::make_message(store_insert{st.row}), [self](store_reply& r) {
     auto& st = self->state;
     if (!r.ok || !r.changed) {
-      io::fs::remove_tree(st.dir);
+      remove_job_files(self);
       if (!r.ok)
         reply_internal(st.run->resp, r.error);
       else
@@ -515,7 +528,9 @@ void recover(self_ptr self, bool alive) {
           settle(self);
           return;
         }
-        tmux(self, {"display-message -p -t " + quote(pane(self)) + " '#{pane_pid} #{pane_pipe}'"},
+        tmux(self,
+             {tmux_line("display-message").flag("-p").flag("-t").arg(pane(self))
+                  .arg("#{pane_pid} #{pane_pipe}").line()},
              [self](tmux_reply& r) {
                auto& st = self->state;
                if (!r.ok) {
@@ -566,7 +581,7 @@ void begin_terminate(self_ptr self, double grace_s, std::function<void()> then) 
             finish_terminate(self);
             return;
           }
-          tmux(self, {"send-keys -t " + quote(pane(self)) + " C-c"}, {});
+          tmux(self, {tmux_line("send-keys").flag("-t").arg(pane(self)).flag("C-c").line()}, {});
           if (grace_s <= 0) {
             finish_terminate(self);
             return;
@@ -611,7 +626,7 @@ void remove_job(self_ptr self, std::optional<responder> resp) {
           st.during_removal.clear();
           return;
         }
-        io::fs::remove_tree(st.dir);
+        remove_job_files(self);
         if (st.watching) self->send(st.peers.watcher, unwatch_dir{st.dir});
         st.watching = false;
         self->request(st.peers.registry, caf::infinite, job_removed{st.row.job_id})
@@ -658,10 +673,11 @@ void deliver_input(self_ptr self, op_input in, responder resp) {
     reply_internal(resp, e.what());
     return;
   }
-  std::string buffer = quote("shellctl-in-" + st.row.job_id);
+  const std::string buffer = "shellctl-in-" + st.row.job_id;
   tmux(self,
-       {"load-buffer -b " + buffer + " " + quote(path),
-        "paste-buffer -t " + quote(pane(self)) + " -b " + buffer, "delete-buffer -b " + buffer},
+       {tmux_line("load-buffer").flag("-b").arg(buffer).format_arg(path).line(),
+        tmux_line("paste-buffer").flag("-t").arg(pane(self)).flag("-b").arg(buffer).line(),
+        tmux_line("delete-buffer").flag("-b").arg(buffer).line()},
        [self, path, in, resp](tmux_reply& r) {
          ::unlink(path.c_str());
          auto& st = self->state;

@@ -9,6 +9,8 @@
 
 #include "actors/api_views.hpp"
 #include "io/fs/files.hpp"
+#include "io/fs/home_views.hpp"
+#include "io/sandbox/path_rules.hpp"
 #include "io/text/clock.hpp"
 
 namespace shellctl::actors {
@@ -40,15 +42,58 @@ caf::actor spawn_job(self_ptr self, job_row row, std::optional<run_call> run) {
   return job;
 }
 
+// The job's HOME (the request's, else the server's, which jobs inherit through tmux) must
+// be one the server may grant (guarantee G4). Answers the refusal text, "" when fine, and
+// sets `view` to the job's same-HOME output view (G7).
+std::string check_job_home(const job_settings& cfg, const run_spec& spec, std::string& view) {
+  std::optional<std::string> requested;
+  for (auto& [k, v] : spec.env)
+    if (k == "HOME") requested = v;  // the last one wins, as in the job's environment
+  const std::string home = requested.value_or(cfg.default_cwd);
+  const std::string what = requested ? "env " : "the job inherits the server's ";
+  if (home.empty()) return "";  // the runner refuses it itself (exit 125, as the original)
+  if (home[0] != '/') {
+    if (!cfg.isolation) return "";
+    return what + io::sandbox::home_verdict_text(io::sandbox::home_verdict::relative, home);
+  }
+  const auto canonical = io::sandbox::canonical_prospective(home);
+  if (!canonical) return "";  // not creatable: the runner reports it (exit 125)
+  auto verdict = io::sandbox::check_home(*canonical, cfg.state_dir_canonical,
+                                         cfg.server_home_canonical);
+  // Without isolation only the state dir itself is off limits (it is masked in every job).
+  if (!cfg.isolation && verdict != io::sandbox::home_verdict::inside_state)
+    verdict = io::sandbox::home_verdict::ok;
+  if (verdict != io::sandbox::home_verdict::ok)
+    return what + io::sandbox::home_verdict_text(verdict, *canonical) +
+           (requested ? "" : "; set env.HOME");
+  view = io::sandbox::home_view_dir(cfg.state_dir_canonical, *canonical);
+  return "";
+}
+
 void admit(self_ptr self, run_call& call) {
   auto& st = self->state;
   auto& spec = call.spec;
   // cwd: absent/empty means the server's HOME; relative paths resolve against the
-  // server's working directory; cleaned, symlinks kept (http-api.md §5.1).
+  // server's working directory; cleaned, symlinks kept (http-api.md §5.1). Control
+  // characters never reach tmux or a shell (G3).
   std::string given = spec.cwd.empty() ? st.cfg.default_cwd : spec.cwd;
+  if (io::sandbox::has_control_chars(given)) {
+    call.resp.send(error_response(400, "invalid_cwd", "cwd must not contain control characters"));
+    return;
+  }
   std::string cwd = io::fs::absolute_clean(given);
   if (given.empty() || !io::fs::is_dir(cwd)) {
     call.resp.send(error_response(400, "invalid_cwd", "cwd is not a directory: " + given));
+    return;
+  }
+  // tmux allocates the whole screen (and we keep no scrollback): the size is bounded.
+  if (spec.cols < 0 || spec.cols > 4096 || spec.rows < 0 || spec.rows > 4096) {
+    call.resp.send(error_response(422, "validation_error",
+                                  "terminal cols and rows must be between 1 and 4096"));
+    return;
+  }
+  if (auto why = check_job_home(st.cfg, spec, spec.home_view); !why.empty()) {
+    call.resp.send(error_response(422, "validation_error", why));
     return;
   }
   std::string id;
@@ -139,6 +184,8 @@ void remove_orphan_dirs(self_ptr self, const std::vector<job_row>& rows) {
     auto name = entry.path().filename().string();
     if (!known.count(name) && !self->state.jobs.count(name)) io::fs::remove_tree(entry.path().string());
   }
+  for (auto& [id, job] : self->state.jobs) known.insert(id);
+  io::fs::prune_home_views(self->state.cfg.state_dir, known);
 }
 
 // Serving: every job exists as an actor; requests go straight to them.

@@ -51,6 +51,9 @@ struct run_spec {
   std::int64_t cols = 200;
   std::int64_t rows = 50;
   wait_params wait;
+  // Set by the registry: where this job's output is linked for later jobs of the same
+  // HOME (io/fs/home_views.hpp); "" = no view.
+  std::string home_view;
 };
 
 // POST /v1/jobs/run. Answered by the new job_actor (or the registry on admission errors).

@@ -72,6 +72,8 @@ int serve(const io::config::serve_config& cfg) {
   js.runner_exit = find_helper("shellctl-runner-exit", true);
   js.default_cwd = cfg.home;
   js.runner_policy_env = cfg.isolation_env;
+  js.runner_policy_env.emplace_back("SHELLCTL_STATE_DIR", js.state_dir);
+  js.isolation = cfg.isolation;
 
   std::shared_ptr<io::store::jobs_db> db;
   try {
@@ -82,6 +84,8 @@ int serve(const io::config::serve_config& cfg) {
                                               js.sqlite_busy_timeout_ms,
                                               io::store::jobs_db::open_mode::create_schema);
     install_runner(js.runner_link);
+    js.state_dir_canonical = io::fs::canonical_or(js.state_dir);
+    js.server_home_canonical = io::fs::canonical_or(cfg.home);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "shellctl: initialize: %s\n", e.what());
     return 1;
@@ -118,6 +122,14 @@ int serve(const io::config::serve_config& cfg) {
   io::http::server_config http_cfg;
   http_cfg.host = cfg.listen_host;
   http_cfg.port = cfg.listen_port;
+  http_cfg.max_connections = cfg.max_connections;
+  http_cfg.max_buffered_bytes = cfg.max_buffered_bytes;
+  // G5: a peer without the token (or asking for no route) is answered before its body.
+  http_cfg.head_check = [rcfg](const io::http::request& head) -> std::optional<io::http::response> {
+    auto answer = stateless_answer(head, rcfg);
+    if (answer && answer->status >= 400) return answer;
+    return std::nullopt;
+  };
   io::http::server front(http_cfg, [rtr, rcfg](io::http::request&& req,
                                                io::http::responder resp) {
     if (auto answer = stateless_answer(req, rcfg)) {

@@ -16,9 +16,14 @@ struct job_settings {
   std::string sanitizer;    // shellctl-sanitize-pty: absolute when found next to shellctl
   std::string runner_exit;  // shellctl-runner-exit: likewise
   std::string default_cwd;  // the server's HOME
+  // Path isolation (SHELLCTL_ENABLE_PATH_ISOLATION): the rules of io/sandbox/path_rules.hpp
+  // apply to a job's HOME at run; they need the canonical state dir and server HOME.
+  bool isolation = true;
+  std::string state_dir_canonical;
+  std::string server_home_canonical;
   int sqlite_busy_timeout_ms = 5000;
-  // Path-isolation settings from the server's own environment (decision D7), handed to
-  // the runner with `tmux new-session -e NAME=value`; only the ones that are set.
+  // The sandbox settings from the server's own environment (decision D7) and the state dir,
+  // handed to the runner with `tmux new-session -e NAME=value`.
   std::vector<std::pair<std::string, std::string>> runner_policy_env;
   std::chrono::milliseconds pipe_ready_timeout{10000};
   // How long a PTY job whose runner exited may wait for the output pipe's finalizer

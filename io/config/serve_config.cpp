@@ -1,6 +1,7 @@
 #include "io/config/serve_config.hpp"
 
 #include <cctype>
+#include <cerrno>
 #include <cstdlib>
 #include <map>
 #include <optional>
@@ -44,6 +45,24 @@ bool duration_setting(const std::map<std::string, std::string>& env, const char*
     return false;
   }
   out = *d;
+  return true;
+}
+
+// A positive integer setting: unset/blank = default; anything else is fatal.
+bool count_setting(const std::map<std::string, std::string>& env, const char* name,
+                   std::size_t& out, std::string& message) {
+  auto it = env.find(name);
+  if (it == env.end() || blank(it->second)) return true;
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long v = std::strtoull(it->second.c_str(), &end, 10);
+  if (errno != 0 || end == it->second.c_str() || *end != '\0' || v == 0 ||
+      it->second[0] == '-') {
+    message = std::string("shellctl: config: ") + name + ": must be a positive integer, got \"" +
+              it->second + "\"\n";
+    return false;
+  }
+  out = static_cast<std::size_t>(v);
   return true;
 }
 
@@ -162,13 +181,38 @@ parse_result parse_serve(int argc, char** argv, char** envp, serve_config& out,
 
   if (!duration_setting(env, "SHELLCTL_SNAPSHOT_TIMEOUT", out.snapshot_timeout, message) ||
       !duration_setting(env, "SHELLCTL_RESULT_RETENTION", out.retention, message) ||
-      !duration_setting(env, "SHELLCTL_GC_INTERVAL", out.gc_interval, message))
+      !duration_setting(env, "SHELLCTL_GC_INTERVAL", out.gc_interval, message) ||
+      !count_setting(env, "SHELLCTL_HTTP_MAX_CONNECTIONS", out.max_connections, message) ||
+      !count_setting(env, "SHELLCTL_HTTP_MAX_BUFFERED_BYTES", out.max_buffered_bytes, message))
     return parse_result::exit_config_error;
 
   for (const char* name : {"SHELLCTL_ENABLE_PATH_ISOLATION", "SHELLCTL_LANDLOCK_RW_PATHS",
-                           "SHELLCTL_LANDLOCK_RO_PATHS", "SHELLCTL_LANDLOCK_RW_DEV_PATHS"}) {
+                           "SHELLCTL_LANDLOCK_RO_PATHS", "SHELLCTL_LANDLOCK_RW_DEV_PATHS",
+                           "SHELLCTL_JOB_NAMESPACES"}) {
     auto it = env.find(name);
-    if (it != env.end()) out.isolation_env.emplace_back(name, it->second);
+    if (it == env.end()) continue;
+    // They travel on a tmux command line: a control character there is a mistake.
+    for (unsigned char c : it->second)
+      if (c < 0x20 || c == 0x7f) {
+        message = std::string("shellctl: config: ") + name + ": control characters are not allowed\n";
+        return parse_result::exit_config_error;
+      }
+    out.isolation_env.emplace_back(name, it->second);
+  }
+  auto iso = env.find("SHELLCTL_ENABLE_PATH_ISOLATION");
+  out.isolation = iso == env.end() || iso->second == "true";
+  auto ns = env.find("SHELLCTL_JOB_NAMESPACES");
+  if (ns != env.end() && ns->second != "auto" && ns->second != "off" && !ns->second.empty()) {
+    message = "shellctl: config: SHELLCTL_JOB_NAMESPACES: must be \"auto\" or \"off\", got \"" +
+              ns->second + "\"\n";
+    return parse_result::exit_config_error;
+  }
+  out.namespaces = ns == env.end() || ns->second != "off";
+  if (!out.namespaces && out.isolation) {
+    message = "shellctl: config: SHELLCTL_JOB_NAMESPACES=off needs "
+              "SHELLCTL_ENABLE_PATH_ISOLATION=false: path isolation runs every job in its own "
+              "namespaces\n";
+    return parse_result::exit_config_error;
   }
   return parse_result::run;
 }

@@ -3,6 +3,7 @@
 // environment (SHELLCTL_*). Everything is validated here so that a bad setting stops
 // startup with one clear line instead of surfacing later.
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -22,6 +23,12 @@ struct serve_config {
   std::chrono::nanoseconds gc_interval = std::chrono::seconds(60);
   // Path-isolation settings the runner receives (decision D7): only those that are set.
   std::vector<std::pair<std::string, std::string>> isolation_env;
+  // HTTP front bounds (guarantee G5): SHELLCTL_HTTP_MAX_CONNECTIONS and
+  // SHELLCTL_HTTP_MAX_BUFFERED_BYTES (positive integers).
+  std::size_t max_connections = 1024;
+  std::size_t max_buffered_bytes = 256u << 20;
+  bool isolation = true;   // SHELLCTL_ENABLE_PATH_ISOLATION: unset or exactly "true"
+  bool namespaces = true;  // SHELLCTL_JOB_NAMESPACES: "auto" (default) or "off"
   // The environment the tmux server starts with (decision D10): ours minus TMUX* and
   // SHELLCTL_*.
   std::vector<std::string> tmux_env;

@@ -1,9 +1,12 @@
 #include "io/fs/files.hpp"
 
 #include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -110,6 +113,18 @@ void remove_tree(const std::string& path) {
   std::filesystem::remove_all(path, ec);
 }
 
+void remove_tree_atomically(const std::string& path) {
+  static std::atomic<unsigned> counter{0};
+  const auto slash = path.rfind('/');
+  const std::string tomb = path.substr(0, slash + 1) + ".deleted-" + path.substr(slash + 1) +
+                           "-" + std::to_string(::getpid()) + "-" + std::to_string(++counter);
+  if (::rename(path.c_str(), tomb.c_str()) == 0) {
+    remove_tree(tomb);
+  } else if (errno != ENOENT) {
+    remove_tree(path);
+  }
+}
+
 std::string absolute_clean(const std::string& path) {
   std::string p = path;
   if (p.empty() || p[0] != '/') {
@@ -139,6 +154,11 @@ std::string join(const std::string& a, const std::string& b) {
   if (a.empty()) return b;
   if (a.back() == '/') return a + b;
   return a + "/" + b;
+}
+
+std::string canonical_or(const std::string& path) {
+  char buf[PATH_MAX];
+  return ::realpath(path.c_str(), buf) != nullptr ? std::string(buf) : path;
 }
 
 }  // namespace shellctl::io::fs

@@ -22,8 +22,14 @@ bool non_empty_file(const std::string& path);
 std::string read_small_file(const std::string& path);
 // rm -rf; errors ignored (best effort, as the original).
 void remove_tree(const std::string& path);
+// rm -rf of a directory that other processes may still write into by path (a job's pipe
+// finalizer, run by tmux, recreates markers in its job dir): the directory is first
+// renamed to a hidden tombstone beside it, so that nothing can recreate it under its name.
+void remove_tree_atomically(const std::string& path);
 // Absolute, lexically cleaned path (like Go's filepath.Abs): no symlink resolution.
 std::string absolute_clean(const std::string& path);
 std::string join(const std::string& a, const std::string& b);
+// realpath(3), or `path` itself when it cannot be resolved.
+std::string canonical_or(const std::string& path);
 
 }  // namespace shellctl::io::fs

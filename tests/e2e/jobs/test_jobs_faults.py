@@ -183,9 +183,14 @@ class DecoderEdgeTest(SharedServerTestCase):
         self.alive()
 
     def test_terminal_out_of_range(self):
+        # tmux holds a job's whole screen: the size is bounded by the spec's 4096.
         s = self.server
         for term in ({"cols": 100000, "rows": 100000}, {"cols": -5, "rows": -5},
-                     {"cols": 4096, "rows": 4096}):
+                     {"cols": 4097, "rows": 50}, {"cols": 80, "rows": 4097}):
+            st, _, r = s.request("POST", "/v1/jobs/run",
+                                 {"script": "echo term", "terminal": term, "timeout": 30})
+            self.assertEqual((st, r["error"]["code"]), (422, "validation_error"), (term, r))
+        for term in ({"cols": 4096, "rows": 4096}, {"cols": 1, "rows": 1}):
             st, _, r = s.request("POST", "/v1/jobs/run",
                                  {"script": "echo term", "terminal": term, "timeout": 30})
             self.assertEqual(st, 200, (term, r))

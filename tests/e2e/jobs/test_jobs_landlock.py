@@ -79,7 +79,7 @@ class LandlockDefaultTest(JobsTestCase):
             self.assert_cannot_write(target)
             code, out = self.run_ok(
                 f"echo injected >> {q(os.path.join(vdir, 'output.log'))} && echo WROTE;"
-                f"rm -f {q(os.path.join(vdir, 'script'))} && echo REMOVED;"
+                f"rm {q(os.path.join(vdir, 'script'))} && echo REMOVED;"
                 f"echo 1 > {q(os.path.join(vdir, 'runner-exit-code'))} && echo FORGED;"
                 f"echo x >> {q(os.path.join(s.state_dir, 'shellctl.db'))} && echo DB; true")
             for word in ("WROTE", "REMOVED", "FORGED", "DB"):
