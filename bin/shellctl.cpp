@@ -1,18 +1,55 @@
 // shellctl serve: parses flags and environment, then hands over to actors::serve.
+#include <sys/prctl.h>
+
 #include <csignal>
 #include <cstdio>
+#include <cstring>
+#include <string_view>
 
 #include "actors/serve.hpp"
 #include "io/config/serve_config.hpp"
 
 extern char** environ;
 
+namespace {
+
+// Guarantee G2: once read, the bearer token is overwritten where other processes of the
+// same user could read it, /proc/<pid>/cmdline (argv) and /proc/<pid>/environ (the
+// initial environment block, which unsetenv() would not touch). Values are kept at their
+// length so the argument layout stays as it was.
+void scrub(char* value) {
+  for (char* c = value; *c != '\0'; ++c) *c = 'x';
+}
+
+void scrub_token(int argc, char** argv, char** envp) {
+  for (int i = 2; i < argc; ++i) {
+    std::string_view a = argv[i];
+    if (a == "--") break;
+    for (std::string_view name : {"-token", "--token"}) {
+      if (a == name && i + 1 < argc) scrub(argv[i + 1]);
+      if (a.size() > name.size() && a.substr(0, name.size()) == name && a[name.size()] == '=')
+        scrub(argv[i] + name.size() + 1);
+    }
+  }
+  static const char kEnvName[] = "SHELLCTL_AUTH_TOKEN=";
+  for (char** e = envp; e != nullptr && *e != nullptr; ++e)
+    if (std::strncmp(*e, kEnvName, sizeof kEnvName - 1) == 0) scrub(*e + sizeof kEnvName - 1);
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);  // a vanished peer is an error return, not a death
+  // Not dumpable: processes of the same user can neither ptrace this one nor read its
+  // memory or environment through /proc (the token lives in memory).
+  ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   shellctl::io::config::serve_config cfg;
   std::string message;
   using shellctl::io::config::parse_result;
-  switch (shellctl::io::config::parse_serve(argc, argv, environ, cfg, message)) {
+  char** envp = environ;  // the initial block, before anything can reallocate it
+  const auto result = shellctl::io::config::parse_serve(argc, argv, environ, cfg, message);
+  scrub_token(argc, argv, envp);
+  switch (result) {
     case parse_result::run:
       return shellctl::actors::serve(cfg);
     case parse_result::exit_ok:

@@ -48,6 +48,7 @@ struct request_parser::callbacks {
     s.header_bytes_ = 0;
     s.head_bytes_ = 0;
     s.body_bytes_ = 0;
+    s.content_length_ = 0;
     s.in_message_ = true;
     s.url_done_ = false;
     s.headers_done_ = false;
@@ -116,15 +117,15 @@ struct request_parser::callbacks {
     bool has_length = (p->flags & F_CONTENT_LENGTH) != 0;
     if (has_length && p->content_length > s.limits_.max_body_bytes)
       return s.fail(413, "payload_too_large", "request body too large");
-    if (has_length && p->content_length > 0)
-      r.body.reserve(std::min<std::uint64_t>(p->content_length, 1u << 20));
+    s.content_length_ = has_length ? p->content_length : 0;
     const std::string* expect = r.find_header("Expect");
-    if (expect != nullptr && wire::iequals(trim_ows(*expect), "100-continue") &&
-        (chunked || (has_length && p->content_length > 0))) {
-      s.expect_pending_ = true;
-      return HPE_PAUSED;
-    }
-    return 0;
+    s.expect_pending_ = expect != nullptr && wire::iequals(trim_ows(*expect), "100-continue") &&
+                        (chunked || (has_length && p->content_length > 0));
+    // Stop before a body: the caller decides (auth, route, budget) before one body byte is
+    // buffered (guarantee G5). A request without one completes right away instead.
+    if (!chunked && !(has_length && p->content_length > 0)) return 0;
+    s.head_ready_ = true;
+    return HPE_PAUSED;
   }
 
   static int on_body(llhttp_t* p, const char* at, std::size_t len) {
@@ -132,6 +133,8 @@ struct request_parser::callbacks {
     s.body_bytes_ += len;
     if (s.body_bytes_ > s.limits_.max_body_bytes)
       return s.fail(413, "payload_too_large", "request body too large");
+    if (s.current_.body.empty() && s.content_length_ > 0)
+      s.current_.body.reserve(std::min<std::uint64_t>(s.content_length_, 1u << 20));
     s.current_.body.append(at, len);
     return 0;
   }
@@ -222,11 +225,12 @@ request_parser::result request_parser::feed(const char* data, std::size_t len) {
       llhttp_resume(&parser_);
       if (ready_) {
         ready_ = false;
+        head_ready_ = false;
         return {event::request, used};
       }
-      if (expect_pending_) {
-        expect_pending_ = false;
-        return {event::expect_continue, used};
+      if (head_ready_) {
+        head_ready_ = false;
+        return {event::head, used};
       }
       return {event::need_more, used};
     }

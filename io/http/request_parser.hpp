@@ -7,7 +7,8 @@
 //     auto r = p.feed(data, len);
 //     data += r.consumed; len -= r.consumed;
 //     if (r.ev == event::request) handle(p.take());
-//     else if (r.ev == event::expect_continue) maybe send "100 Continue";
+//     else if (r.ev == event::head) decide on p.head() before any body byte is read
+//                                   (and maybe send "100 Continue" if p.expects_continue());
 //     else if (r.ev == event::error) { answer p.error(); close; }
 //   }
 //
@@ -16,6 +17,7 @@
 #include <llhttp.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -39,10 +41,11 @@ struct parse_error {
 class request_parser {
  public:
   enum class event {
-    need_more,        // every byte consumed, no complete request yet
-    request,          // a complete request is ready: take() it
-    expect_continue,  // headers with "Expect: 100-continue" and a body to come
-    error,            // error() tells what to answer; the parser stays failed
+    need_more,  // every byte consumed, no complete request yet
+    head,       // a body follows; request line and headers are complete, no body byte
+                // consumed yet: see head()
+    request,    // a complete request is ready: take() it
+    error,      // error() tells what to answer; the parser stays failed
   };
   struct result {
     event ev;
@@ -58,6 +61,14 @@ class request_parser {
 
   // The request completed by the last feed (call once after event::request).
   request take();
+  // After event::head: the request so far (method, target, path, query, headers; no body).
+  const request& head() const { return current_; }
+  // After event::head: "Expect: 100-continue" with a body to come.
+  bool expects_continue() const { return expect_pending_; }
+  // After event::head: the announced Content-Length (0 when none, or chunked).
+  std::uint64_t content_length() const { return content_length_; }
+  // Body bytes of the request in progress received so far.
+  std::size_t body_bytes() const { return body_bytes_; }
   // Of the request last reported: may the connection carry another request after it?
   // False for HTTP/1.0 without keep-alive, "Connection: close", and upgrade requests.
   bool keep_alive() const { return keep_alive_; }
@@ -89,7 +100,9 @@ class request_parser {
   bool headers_done_ = false;  // later header callbacks are trailers
   bool have_field_ = false;
   bool ready_ = false;
+  bool head_ready_ = false;
   bool expect_pending_ = false;
+  std::uint64_t content_length_ = 0;
   bool keep_alive_ = true;
   bool http_1_0_ = false;
   bool failed_ = false;

@@ -57,6 +57,9 @@ constexpr std::size_t kLowWater = 256u << 10;  // on_drain below this many queue
 constexpr std::size_t kMaxPending = 32;        // pipelined requests in flight per connection
 constexpr std::size_t kInlineBody = 4096;      // smaller bodies are copied into the batch
 constexpr std::uint64_t kLingerMs = 2000;      // after our FIN, wait this long for theirs
+// ...and discard at most this much of a body we refused: a peer that keeps sending gets
+// its connection reset, not our CPU.
+constexpr std::size_t kLingerMaxBytes = 1u << 20;
 constexpr int kBacklog = 1024;
 
 void log_line(const char* fmt, const char* a, const char* b = "") {
@@ -79,6 +82,7 @@ struct slot {
   bool http_1_0 = false;
   bool close_after = false;  // answer is a front error: close after it
   bool aborted = false;
+  std::size_t reserved = 0;  // request bytes counted against the buffer budget until answered
   response resp;  // ready: the answer; streaming: the head until written
   // Streaming state.
   bool head_written = false;
@@ -235,6 +239,8 @@ struct connection {
   std::string stash;  // bytes read but not parsed while too many requests are in flight
   out_batch* out = nullptr;  // being filled during this callback
   std::size_t queued = 0;    // bytes handed to uv_write, not yet completed
+  std::size_t reserved = 0;  // budget held by the request being received
+  std::size_t lingered = 0;  // bytes discarded after our FIN
   std::uint64_t idle_since = 0;
   std::uint64_t request_start = 0;
   std::uint64_t timer_due = 0;
@@ -272,6 +278,7 @@ struct server::impl {
   std::shared_ptr<bridge_hub> hub = std::make_shared<bridge_hub>();
   connection* conns = nullptr;
   std::size_t conn_count = 0;
+  std::size_t buffered = 0;  // request bytes held (see server_config::max_buffered_bytes)
   int depth = 0;  // nesting of our callbacks; work is settled when the outermost ends
   std::vector<bridge_op> local_ops;  // answers given on the loop thread itself
   std::vector<connection*> dirty;
@@ -394,6 +401,21 @@ struct server::impl {
                [](uv_handle_t* h) { delete static_cast<connection*>(h->data); });
       return;
     }
+    if (s->conn_count >= s->cfg.max_connections) {
+      // Full: one best-effort answer, then the socket goes (nothing is buffered for it).
+      static const std::string busy = [] {
+        std::string body = error_body("server_busy", "too many open connections");
+        return "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+               "Connection: close\r\nContent-Length: " +
+               std::to_string(body.size()) + "\r\n\r\n" + body;
+      }();
+      uv_buf_t b = uv_buf_init(const_cast<char*>(busy.data()), static_cast<unsigned>(busy.size()));
+      uv_try_write(reinterpret_cast<uv_stream_t*>(&c->tcp), &b, 1);
+      s->log_refused();
+      uv_close(reinterpret_cast<uv_handle_t*>(&c->tcp),
+               [](uv_handle_t* h) { delete static_cast<connection*>(h->data); });
+      return;
+    }
     uv_timer_init(&s->loop, &c->timer);
     c->timer.data = c;
     c->open_handles = 2;
@@ -405,6 +427,31 @@ struct server::impl {
     c->idle_since = uv_now(&s->loop);
     s->arm_timer(c, c->idle_since + s->cfg.idle_timeout.count());
     s->start_reading(c);
+  }
+
+  std::uint64_t last_refused_log = 0;
+  void log_refused() {
+    std::uint64_t now = uv_now(&loop);
+    if (last_refused_log == 0 || now - last_refused_log >= 1000) {
+      last_refused_log = now;
+      log_line("shellctl: http: connection refused: %s open connections (limit)%s",
+               std::to_string(conn_count).c_str());
+    }
+  }
+
+  // ---- the request-byte budget (guarantee G5) ---------------------------------------------
+  // Grows the connection's reservation to `bytes`; false when the budget cannot hold it.
+  bool reserve(connection* c, std::size_t bytes) {
+    if (bytes <= c->reserved) return true;
+    const std::size_t more = bytes - c->reserved;
+    if (buffered + more > cfg.max_buffered_bytes) return false;
+    buffered += more;
+    c->reserved = bytes;
+    return true;
+  }
+  void release(std::size_t& bytes) {
+    buffered -= std::min(buffered, bytes);
+    bytes = 0;
   }
 
   void log_accept_error(int rc) {
@@ -441,8 +488,9 @@ struct server::impl {
     impl* s = c->srv;
     scope sc(s);
     if (c->shutting_down) {
-      // Lingering after our FIN: discard until the peer closes.
-      if (n < 0) s->close_conn(c);
+      // Lingering after our FIN: discard until the peer closes (or has sent too much).
+      if (n > 0) c->lingered += static_cast<std::size_t>(n);
+      if (n < 0 || c->lingered > kLingerMaxBytes) s->close_conn(c);
       return;
     }
     if (n < 0) {
@@ -474,8 +522,8 @@ struct server::impl {
         case request_parser::event::need_more:
           if (r.consumed == 0) len = 0;
           break;
-        case request_parser::event::expect_continue:
-          c->continue_wanted = true;
+        case request_parser::event::head:
+          if (!admit_head(c)) len = 0;
           break;
         case request_parser::event::request:
           c->continue_wanted = false;
@@ -496,6 +544,12 @@ struct server::impl {
       }
     }
     if (c->closing) return;
+    // A chunked body announces nothing: it is counted as it arrives.
+    if (c->parser.in_message() && !c->stop_reading &&
+        !reserve(c, c->parser.body_bytes())) {
+      reject_head(c, 503, "server_busy", "too many request bytes buffered; retry later");
+      return;
+    }
     if (c->pending.size() >= kMaxPending && !c->read_paused && !c->stop_reading) {
       c->read_paused = true;
       stop_read(c);
@@ -504,6 +558,38 @@ struct server::impl {
     // A request started and still incomplete: its deadline may be sooner than the timer's.
     if (c->parser.in_message() && c->pending.empty())
       arm_timer(c, c->request_start + cfg.request_timeout.count());
+  }
+
+  // A request's head is in and no body byte was read: reject it now (auth, unknown route,
+  // budget), or let the body come. False when the connection ends here.
+  bool admit_head(connection* c) {
+    if (cfg.head_check) {
+      std::optional<response> early;
+      try {
+        early = cfg.head_check(c->parser.head());
+      } catch (const std::exception&) {
+        early.reset();  // the handler will see the request and answer it
+      }
+      if (early) {
+        queue_answer_and_close(c, std::move(*early));
+        return false;
+      }
+    }
+    if (!reserve(c, static_cast<std::size_t>(std::min<std::uint64_t>(
+                        c->parser.content_length(), cfg.max_buffered_bytes + 1)))) {
+      reject_head(c, 503, "server_busy", "too many request bytes buffered; retry later");
+      return false;
+    }
+    if (c->parser.expects_continue()) c->continue_wanted = true;
+    return true;
+  }
+
+  void reject_head(connection* c, int status, std::string_view code, std::string_view msg) {
+    response r;
+    r.status = status;
+    r.headers.push_back({"Content-Type", "application/json"});
+    r.body = error_body(code, msg);
+    queue_answer_and_close(c, std::move(r));
   }
 
   void send_continue(connection* c) {
@@ -518,6 +604,9 @@ struct server::impl {
     sl->http_1_0 = c->parser.http_1_0();
     request req = c->parser.take();
     sl->head_request = req.method == "HEAD";
+    // The body now lives with the handler until the answer is written.
+    sl->reserved = c->reserved;
+    c->reserved = 0;
     if (!sl->keep_alive) {
       c->stop_reading = true;
       stop_read(c);
@@ -547,16 +636,24 @@ struct server::impl {
 
   // A front error (D13): answered in order after what is in flight, then the connection ends.
   void queue_error(connection* c, int status, std::string_view code, std::string_view msg) {
+    response r;
+    r.status = status;
+    r.headers.push_back({"Content-Type", "application/json"});
+    r.body = error_body(code, msg);
+    queue_answer_and_close(c, std::move(r));
+  }
+
+  void queue_answer_and_close(connection* c, response r) {
     auto sl = std::make_shared<slot>();
     sl->conn = c;
     sl->keep_alive = false;
     sl->close_after = true;
-    sl->resp.status = status;
-    sl->resp.headers.push_back({"Content-Type", "application/json"});
-    sl->resp.body = error_body(code, msg);
+    sl->resp = std::move(r);
     sl->st = slot::state::ready;
     c->stop_reading = true;
+    c->continue_wanted = false;
     stop_read(c);
+    release(c->reserved);
     c->pending.push_back(std::move(sl));
     advance(c);
   }
@@ -696,6 +793,7 @@ struct server::impl {
   void finish_front(connection* c, bool closes) {
     auto sl = std::move(c->pending.front());
     c->pending.pop_front();
+    release(sl->reserved);
     sl->st = slot::state::done;
     sl->conn = nullptr;
     sl->on_drain = nullptr;
@@ -707,6 +805,7 @@ struct server::impl {
       for (auto& rest : c->pending) {
         rest->conn = nullptr;
         rest->open.store(false);
+        release(rest->reserved);
       }
       c->pending.clear();
     }
@@ -929,10 +1028,12 @@ struct server::impl {
   void close_conn(connection* c) {
     if (c->closing) return;
     c->closing = true;
+    release(c->reserved);
     for (auto& sl : c->pending) {
       sl->conn = nullptr;
       sl->open.store(false);
       sl->on_drain = nullptr;
+      release(sl->reserved);
     }
     c->pending.clear();
     if (c->out != nullptr) {

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -81,6 +82,16 @@ using request_handler = std::function<void(request&&, responder)>;
 struct server_config {
   std::string host = "127.0.0.1";
   std::uint16_t port = 8765;
+  // Decides on a request as soon as its head (request line and headers) is complete, before
+  // one body byte is read: an answer here (401, 404, 405) is sent, then the connection is
+  // closed without reading the body. Called on the loop thread; must not block.
+  std::function<std::optional<response>(const request& head)> head_check;
+  // Memory bounds whoever connects (guarantee G5): connections beyond `max_connections` are
+  // answered 503 and closed; request bytes held across all connections (announced or
+  // received bodies until their answer is written) beyond `max_buffered_bytes` make the
+  // request that would exceed them 503 server_busy.
+  std::size_t max_connections = 1024;
+  std::size_t max_buffered_bytes = 256u << 20;
   std::size_t max_body_bytes = 64u << 20;      // 413 above
   std::size_t max_header_bytes = 64u << 10;    // 431 above (whole header block)
   std::size_t max_request_line = 16u << 10;    // 414 above

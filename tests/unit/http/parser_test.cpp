@@ -16,6 +16,7 @@ namespace {
 struct outcome {
   std::vector<request> requests;
   std::vector<bool> keep_alive;
+  int heads = 0;
   int continues = 0;
   bool failed = false;
   parse_error error;
@@ -33,8 +34,9 @@ outcome feed_pieces(const std::vector<std::string>& pieces, parser_limits lim = 
       if (r.ev == ev::request) {
         o.requests.push_back(p.take());
         o.keep_alive.push_back(p.keep_alive());
-      } else if (r.ev == ev::expect_continue) {
-        ++o.continues;
+      } else if (r.ev == ev::head) {
+        ++o.heads;
+        if (p.expects_continue()) ++o.continues;
       } else if (r.ev == ev::error) {
         o.failed = true;
         o.error = p.error();
@@ -129,11 +131,33 @@ TEST_CASE("chunked body with extensions and trailers") {
 // llhttp 8.1 rejects several extensions on one chunk ("4;a=b;c=d"), a known limitation of
 // that version (fixed in later llhttp); one extension per chunk, quoted or not, works.
 
+TEST_CASE("the head is reported before any body byte is consumed") {
+  request_parser p;
+  std::string head =
+      "POST /v1/jobs/run?x=1 HTTP/1.1\r\nAuthorization: Bearer t\r\nContent-Length: 60000000\r\n\r\n";
+  std::string bytes = head + "{\"script\"";
+  auto r = p.feed(bytes);
+  CHECK(r.ev == ev::head);
+  CHECK(r.consumed == head.size());  // the body is left unread
+  CHECK(p.head().path == "/v1/jobs/run");
+  CHECK(p.head().query == "x=1");
+  REQUIRE(p.head().find_header("authorization") != nullptr);
+  CHECK(*p.head().find_header("authorization") == "Bearer t");
+  CHECK(p.head().body.empty());
+  CHECK(p.content_length() == 60000000u);
+  CHECK(!p.expects_continue());
+  // Without a body there is nothing to decide early: the request completes at once.
+  auto o = feed_all("GET /a HTTP/1.1\r\n\r\nPOST /b HTTP/1.1\r\nContent-Length: 1\r\n\r\nx");
+  CHECK(o.heads == 1);
+  CHECK(o.requests.size() == 2);
+}
+
 TEST_CASE("Expect: 100-continue is reported once the headers are in") {
   request_parser p;
   std::string head = "POST /r HTTP/1.1\r\nContent-Length: 3\r\nExpect: 100-Continue\r\n\r\n";
   auto r = p.feed(head);
-  CHECK(r.ev == ev::expect_continue);
+  CHECK(r.ev == ev::head);
+  CHECK(p.expects_continue());
   CHECK(r.consumed == head.size());
   CHECK(p.in_message());
   r = p.feed("abc");
