@@ -57,10 +57,10 @@ print(f"{passed} passed, {failed} failed, {skipped} skipped")
 PY
     [ "$rc" -eq 0 ] || exit "$rc"
     # The whole tree again with clang (warnings are errors there too), then the libFuzzer
-    # targets over the HTTP front and the JSON decoder: bounded runs, any crash fails.
+    # targets over the HTTP front, the JSON decoder and the tmux quoting: bounded runs, any crash fails.
     [ -f build-fuzz/build.ninja ] || CC=clang CXX=clang++ meson setup build-fuzz -Dfuzz=true -Dwerror=true
     ninja -C build-fuzz
-    for f in http json; do
+    for f in http json tmux; do
       corpus=$(mktemp -d)
       seeds=tests/fuzz/$f/corpus
       [ -d "$seeds" ] || seeds=

@@ -1,0 +1,190 @@
+// io::tmux::command and quote (guarantee G3): a table of exact quotings, a round trip of
+// hostile strings through a model of tmux 3.3a's lexer, and the same round trip through a
+// real tmux server.
+#include <doctest/doctest.h>
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <condition_variable>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "io/tmux/command.hpp"
+#include "io/tmux/control_client.hpp"
+#include "tests/support/tmux_lexer_model.hpp"
+
+using shellctl::io::tmux::command;
+using shellctl::io::tmux::quote;
+using shellctl::io::tmux::quote_format;
+using shellctl::io::tmux::unquotable;
+using shellctl::test::tmux_format_literal;
+using shellctl::test::tmux_lexer_model;
+
+namespace {
+
+// Strings that would be syntax if they were not quoted right.
+std::vector<std::string> hostile() {
+  std::vector<std::string> v = {
+      "",
+      "plain",
+      "it's",
+      "'",
+      "''",
+      "\\",
+      "\\'",
+      "a\\",
+      "; run-shell 'touch /tmp/x'",
+      "x\nrun-shell 'touch /tmp/x'",
+      "x\rrun-shell 'touch /tmp/x'",
+      "x\\\nrun-shell",
+      "#{pane_pid} #(touch /tmp/x)",
+      "$HOME ${HOME} ~ ~root",
+      "{ run-shell x }",
+      "}",
+      "%if 1",
+      "%hidden A=B",
+      "A=B",
+      "\"double\" \"",
+      "tab\there",
+      "\x1b[31m\x07\x7f",
+      "\xff run-shell x",
+      "\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80",
+      "\\012\\377\\u1234",
+  };
+  std::string all;
+  for (int c = 1; c < 256; ++c) all += static_cast<char>(c);
+  v.push_back(all);
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("exact quotings") {
+  CHECK(quote("") == "''");
+  CHECK(quote("abc") == "'abc'");
+  CHECK(quote("a b;c") == "'a b;c'");
+  CHECK(quote("a'b") == "'a'\\''b'");
+  CHECK(quote("'") == "\\'");
+  CHECK(quote("a\nb") == "'a'\\012'b'");
+  CHECK(quote("\r") == "\\015");
+  CHECK(quote("\xff") == "\\377");
+  CHECK(quote("\x7f") == "\\177");
+  CHECK(quote("$HOME ~ #{x}") == "'$HOME ~ #{x}'");
+  CHECK(quote_format("#{x}#(y)") == "'##{x}##(y)'");
+  CHECK(quote("\xc3\xa9") == "'\xc3\xa9'");
+  CHECK_THROWS_AS(quote(std::string("a\0b", 3)), unquotable);
+}
+
+TEST_CASE("the command builder quotes every argument") {
+  CHECK(command("new-session").flag("-d").flag("-s").arg("shellctl-1").number(80).line() ==
+        "new-session -d -s 'shellctl-1' 80");
+  CHECK(command("pipe-pane").format_arg("a#b").line() == "pipe-pane 'a##b'");
+}
+
+TEST_CASE("every hostile string reads back as exactly one argument (lexer model)") {
+  for (const auto& s : hostile()) {
+    CAPTURE(s);
+    for (bool format : {false, true}) {
+      const std::string line =
+          command("set-environment").flag("-g").arg("V").arg(s).format_arg(s).line();
+      auto lexed = tmux_lexer_model(line).run();
+      CHECK(!lexed.separator);
+      CHECK(!lexed.comment);
+      CHECK(!lexed.directive);
+      CHECK(!lexed.expansion);
+      CHECK(!lexed.error);
+      REQUIRE(lexed.tokens.size() == 5);
+      CHECK(lexed.tokens[3] == s);
+      CHECK(tmux_format_literal(lexed.tokens[4]) == s);
+      for (char c : line) CHECK(static_cast<unsigned char>(c) >= 0x20);  // no raw control byte
+      (void)format;
+    }
+  }
+}
+
+// A tmux server of our own; lines come from the control client's reader thread.
+struct real_tmux {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<std::string> lines;
+  std::string dir;
+  std::unique_ptr<shellctl::io::tmux::control_client> client;
+
+  real_tmux() {
+    char tmpl[] = "/tmp/shellctl-tmux-unit-XXXXXX";
+    dir = ::mkdtemp(tmpl);
+    std::vector<std::string> env = {"PATH=/usr/bin:/bin", "HOME=" + dir};
+    client = std::make_unique<shellctl::io::tmux::control_client>(
+        dir + "/tmux.sock", env,
+        [this](std::vector<std::string> l) {
+          std::lock_guard<std::mutex> lk(mu);
+          for (auto& x : l) lines.push_back(std::move(x));
+          cv.notify_all();
+        },
+        [] {});
+  }
+  ~real_tmux() {
+    client->send("kill-server");
+    client.reset();
+    std::system(("rm -rf '" + dir + "'").c_str());
+  }
+
+  // Sends one line and returns the output block of its answer: the next block whose
+  // %begin carries flags 1 (a command of ours; flags 0 are tmux's own).
+  std::vector<std::string> run(const std::string& line, bool& ok) {
+    std::unique_lock<std::mutex> lk(mu);
+    std::size_t next = lines.size();
+    lk.unlock();
+    REQUIRE(client->send(line));
+    lk.lock();
+    bool in = false;
+    std::vector<std::string> out;
+    for (;;) {
+      if (next == lines.size())
+        REQUIRE(cv.wait_for(lk, std::chrono::seconds(10), [&] { return next < lines.size(); }));
+      const std::string l = lines[next++];
+      if (!in) {
+        in = l.rfind("%begin ", 0) == 0 && l.compare(l.size() - 2, 2, " 1") == 0;
+        continue;
+      }
+      if (l.rfind("%end ", 0) == 0 || l.rfind("%error ", 0) == 0) {
+        ok = l[1] == 'e' && l[2] == 'n';
+        return out;
+      }
+      out.push_back(l);
+    }
+  }
+};
+
+TEST_CASE("every hostile string reads back as exactly one argument (real tmux)") {
+  real_tmux t;
+  bool ok = false;
+  t.run("set-option -g exit-empty off", ok);
+  // set-buffer takes its data as given and save-buffer writes it out byte for byte: the
+  // file holds exactly what tmux's parser made of the argument.
+  const std::string file = t.dir + "/buffer";
+  for (const auto& s : hostile()) {
+    CAPTURE(s);
+    REQUIRE((t.run(command("set-buffer").flag("-b").arg("q").arg(s).line(), ok), ok || s.empty()));
+    if (s.empty()) continue;  // tmux refuses an empty buffer
+    ::unlink(file.c_str());
+    REQUIRE((t.run(command("save-buffer").flag("-b").arg("q").format_arg(file).line(), ok), ok));
+    std::string got;
+    if (FILE* f = std::fopen(file.c_str(), "rb")) {
+      char buf[4096];
+      std::size_t n;
+      while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) got.append(buf, n);
+      std::fclose(f);
+    }
+    CHECK(got == s);
+  }
+  // A format argument stays text: no #{...} or #(...) expansion.
+  auto out = t.run(command("display-message").flag("-p").format_arg("#{pane_pid} #(echo hi)").line(), ok);
+  REQUIRE(ok);
+  REQUIRE(out.size() == 1);
+  CHECK(out[0] == "#{pane_pid} #(echo hi)");
+}
