@@ -39,7 +39,10 @@ class Server:
         self.extra_env = dict(env or {})
         self.args = list(args)
         self.keep_dirs = keep_dirs
-        self.user = user
+        self.user = user  # (uid, gid): the server runs as this user (its dirs are chowned)
+        if user is not None:
+            for d in (self.tmp, self.home):
+                os.chown(d, *user)
         self.proc = None
         self.port = None
         self.stderr_path = os.path.join(self.tmp, "server.stderr")
@@ -59,6 +62,9 @@ class Server:
     def command(self):
         cmd = [SHELLCTL, "serve", "--listen", f"127.0.0.1:{self.port}",
                "--state-dir", self.state_dir]
+        if self.user is not None:
+            uid, gid = self.user
+            cmd = ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups"] + cmd
         if self.token is not None:
             cmd += ["--token", self.token]
         return cmd + self.args

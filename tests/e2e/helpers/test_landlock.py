@@ -161,6 +161,25 @@ class LandlockCases:
         self.assertEqual(r.returncode, 125)
         self.assertFalse(os.path.exists(self.marker))
 
+    def test_home_resolving_into_the_state_dir_or_a_system_tree_is_125(self):
+        # The server checked HOME at run; a symlink planted afterwards is resolved again by
+        # the runner, which refuses before creating anything or running the script.
+        state = self.sb.mkdir("state", 0o700)
+        os.makedirs(os.path.join(state, "runtime", "bin"))
+        if self.owner:
+            for d, _, _ in os.walk(state):
+                os.chown(d, *self.owner)
+        for target, leaf in ((os.path.join(state, "runtime"), "bin"), ("/usr", "lib"),
+                             ("/", "")):
+            link = self.sb.path("planted-" + uuid.uuid4().hex[:6])
+            os.symlink(target, link)
+            self.sb.prepare(f"touch {self.marker}\n", {"HOME": os.path.join(link, leaf)})
+            r = self.sb.run(self.runner_env(SHELLCTL_STATE_DIR=state))
+            self.assertEqual(r.returncode, 125, (target, self.sb.read("stderr.log")))
+            self.assertIn("shellctl-runner: sandbox: HOME", self.sb.read("stderr.log"))
+            self.assertFalse(os.path.exists(self.marker))
+        self.assertEqual(sorted(os.listdir(os.path.join(state, "runtime"))), ["bin"])
+
     def test_broken_policy_fails_closed_with_125(self):
         # A regular file given directory rights: landlock_add_rule fails with EINVAL.
         self.sb.prepare(f"touch {self.marker}\n", {"HOME": self.sb.home})
