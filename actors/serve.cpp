@@ -16,6 +16,8 @@
 #include "actors/tmux_server.hpp"
 #include "io/fs/files.hpp"
 #include "io/http/server.hpp"
+#include "io/sandbox/landlock.hpp"
+#include "io/sandbox/namespaces.hpp"
 
 namespace shellctl::actors {
 namespace {
@@ -62,7 +64,34 @@ void install_runner(const std::string& link) {
 
 }  // namespace
 
+// What jobs will run in, probed once so that an operator learns it at startup rather than
+// from every job failing with 125.
+std::string describe_sandbox(const io::config::serve_config& cfg) {
+  std::string ns_why;
+  const bool ns = cfg.namespaces && io::sandbox::namespaces_available(ns_why);
+  const int abi = io::sandbox::landlock_abi();
+  std::string text;
+  if (cfg.isolation) {
+    text = "path isolation on (landlock " +
+           (abi > 0 ? "ABI " + std::to_string(abi) : std::string("unavailable")) + ", " +
+           (ns ? "own namespaces" : "no namespaces") + ")";
+    if (!ns || abi <= 0)
+      std::fprintf(stderr,
+                   "shellctl: warning: this machine cannot build the job sandbox (%s): every job "
+                   "fails with exit code 125; SHELLCTL_ENABLE_PATH_ISOLATION=false runs jobs "
+                   "without path isolation\n",
+                   !ns ? ns_why.c_str() : "Landlock is not available");
+  } else {
+    text = std::string("path isolation off (") +
+           (ns ? "own namespaces" : cfg.namespaces ? "no namespaces: " + ns_why : "namespaces off") +
+           ")";
+  }
+  return text;
+}
+
 int serve(const io::config::serve_config& cfg) {
+  // Before any thread exists: the probe forks.
+  const std::string sandbox_text = describe_sandbox(cfg);
   job_settings js;
   js.state_dir = io::fs::absolute_clean(cfg.state_dir);
   js.runtime_dir = js.state_dir + "/runtime";  // D10: --state-dir moves it too
@@ -168,7 +197,9 @@ int serve(const io::config::serve_config& cfg) {
               front.stop();
             });
   });
-  std::fprintf(stderr, "shellctl serving on %s\n", cfg.listen_text.c_str());
+  std::fprintf(stderr, "shellctl serving on %s (auth %s, %s, state dir %s)\n",
+               cfg.listen_text.c_str(), cfg.token.empty() ? "off" : "on", sandbox_text.c_str(),
+               js.state_dir.c_str());
   front.run();
   // The startup actor refers to `front`: it must be gone before `front` is.
   caf::anon_send_exit(startup, caf::exit_reason::user_shutdown);

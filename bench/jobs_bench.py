@@ -9,8 +9,12 @@
   list             GET /v1/jobs?limit=200 latency with 1000 jobs
   startup          start -> healthy with 1000 jobs in the database
   RSS              the server's resident set, idle and after the runs
+  sandbox cost     RunEcho p50 of three servers side by side, interleaved: the full job
+                   sandbox (path isolation on), namespaces without path isolation, and no
+                   sandbox at all (SHELLCTL_ENABLE_PATH_ISOLATION=false,
+                   SHELLCTL_JOB_NAMESPACES=off, the original's unsandboxed jobs)
 
-Usage: jobs_bench.py [path/to/shellctl] [--quick]
+Usage: jobs_bench.py [path/to/shellctl] [--quick] [--sandbox-only]
 """
 import concurrent.futures
 import os
@@ -96,6 +100,34 @@ def floor(n):
     return times
 
 
+def sandbox_cost(report):
+    """The same RunEcho on three servers in one run, one job each in turn, so that drift
+    of the machine hits all three alike; figures are ratios to the unsandboxed server."""
+    configs = [
+        ("full sandbox (isolation on)", {}),
+        ("namespaces, no path isolation", {"SHELLCTL_ENABLE_PATH_ISOLATION": "false"}),
+        ("no sandbox", {"SHELLCTL_ENABLE_PATH_ISOLATION": "false",
+                        "SHELLCTL_JOB_NAMESPACES": "off"}),
+    ]
+    servers = [Server(env=env) for _, env in configs]
+    try:
+        times = [[] for _ in servers]
+        for s in servers:
+            run_echo(s)  # warm-up
+        for _ in range(N_SEQ):
+            for k, s in enumerate(servers):
+                times[k].append(run_echo(s))
+        base = statistics.median(times[-1])
+        for (name, _), t in zip(configs, times):
+            p50 = statistics.median(t)
+            report(f"RunEcho p50, {name}",
+                   f"{ms(p50)} ({p50 / base:.2f}x no sandbox, +{ms(p50 - base)})")
+    finally:
+        for s in servers:
+            s.close()
+            s.reap()
+
+
 def main():
     figures = []
 
@@ -105,6 +137,10 @@ def main():
 
     print(f"shellctl job benchmarks ({'quick' if QUICK else 'full'}; "
           f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f})", flush=True)
+
+    sandbox_cost(report)
+    if "--sandbox-only" in sys.argv:
+        return
 
     t = floor(N_SEQ)
     report("floor: tmux new-session + wait-for p50", ms(statistics.median(t)))
