@@ -164,10 +164,16 @@ void settle(self_ptr self) {
     apply(self, transition{"exited", live_statuses, {}, {}, {}, false});
     return;
   }
-  // 3. Complete exit artifacts (PTY: and the output pipe drained).
+  // 3. Complete exit artifacts (PTY: and the output pipe drained). Every file is looked
+  // at once per decision: a marker that appears between two looks would otherwise make
+  // the rules below disagree (seen as "not drained" by 3, "finalized" by 5a: lost). The
+  // markers are read first: the runner writes its artifacts before its pane closes and
+  // the finalizer its marker after, so a marker seen means the artifacts are visible too.
+  const bool drained_marker = io::fs::exists(file(self, ".pipe-drained"));
+  const bool failed_marker = io::fs::exists(file(self, ".pipe-failed"));
   auto a = read_artifacts(self);
   bool complete = a.code && a.ended_file;
-  bool drained = !is_pty(self) || io::fs::exists(file(self, ".pipe-drained"));
+  bool drained = !is_pty(self) || drained_marker;
   if (complete && drained) {
     store_request(self, caf::make_message(store_record_exit{r.job_id, *a.code, a.ended_at}),
                   [](store_reply&) {});
@@ -175,7 +181,7 @@ void settle(self_ptr self) {
   }
   if (st.session_alive) {
     // 4a. The sanitizer failed while the job runs: its output is lost.
-    if (is_pty(self) && !st.starting && io::fs::exists(file(self, ".pipe-failed"))) {
+    if (is_pty(self) && !st.starting && failed_marker) {
       apply(self, transition{"failed", live_statuses, std::string("pipe_failed"),
                              std::string("The tmux output pipe stopped while the job was "
                                          "still running."),
@@ -188,8 +194,7 @@ void settle(self_ptr self) {
     return;
   }
   // 5a. The runner exited and the pipe finalizer is still draining output.
-  bool markers = io::fs::exists(file(self, ".pipe-drained")) ||
-                 io::fs::exists(file(self, ".pipe-failed"));
+  const bool markers = drained_marker || failed_marker;
   if (is_pty(self) && a.code_file && a.ended_file && !markers) {
     if (!st.finalizer_expired) {
       if (!st.finalizer_timer_armed) {
@@ -209,6 +214,13 @@ void settle(self_ptr self) {
   // runs (a stdio job's runner outlives its pane while a child holds its pipes) is
   // stopped: a lost job must not keep running where no API call can reach it.
   if (!st.starting || !(r.status == "created" || r.status == "starting")) {
+    // The evidence, for the operator: a lost job is a claim that nothing recorded its end.
+    std::fprintf(stderr,
+                 "shellctl: job %s lost: session gone; runner-exit-code %s, runner-ended-at %s, "
+                 "%s\n",
+                 r.job_id.c_str(), a.code_file ? "present" : "missing",
+                 a.ended_file ? "present" : "missing",
+                 markers ? "pipe finalized" : "pipe not finalized");
     if (st.pane_pid > 0)
       io::tmux::kill_pane_process_group(st.pane_pid, st.dir);
     else
