@@ -340,22 +340,29 @@ class GrantsTest(AttackBase):
             subprocess.run(["rm", "-rf", base, os.path.join("/tmp", name)])
 
     def test_metadata_outside_the_grants_cannot_change(self):
-        probe = os.path.join(tempfile.gettempdir(), "shellctl-e2e-meta-" + uuid.uuid4().hex)
-        with open(probe, "w") as f:
-            f.write("p")
-        os.chmod(probe, 0o644)
+        # Probe files of the test's own in a system tree and in /tmp (never the machine's
+        # real files: on a build without the sandbox this attack works).
+        probes = [os.path.join("/usr/local", "shellctl-e2e-meta-" + uuid.uuid4().hex),
+                  os.path.join(tempfile.gettempdir(), "shellctl-e2e-meta-" + uuid.uuid4().hex)]
+        for p in probes:
+            with open(p, "w") as f:
+                f.write("p")
+            os.chmod(p, 0o644)
         try:
-            res, out = self.job(
-                f"chmod 777 /etc/passwd; echo chmod=$?; chown 1:1 /usr/bin/env; echo chown=$?; "
-                f"chmod 777 {q(probe)}; echo chmod2=$?; touch -d 2000-01-01 /etc/hostname; "
-                f"echo touch=$?; mknod ./dev b 8 0; echo mknod=$?")
-            for word in ("chmod=0", "chown=0", "chmod2=0", "touch=0", "mknod=0"):
+            script = "".join(f"chmod 777 {q(p)}; echo chmod=$?; chown 1:1 {q(p)}; echo chown=$?; "
+                             f"touch -d 2000-01-01 {q(p)}; echo touch=$?; "
+                             f"rm {q(p)}; echo rm=$?\n" for p in probes)
+            res, out = self.job(script + "mknod ./dev b 8 0; echo mknod=$?\n")
+            for word in ("chmod=0", "chown=0", "touch=0", "rm=0", "mknod=0"):
                 self.assertNotIn(word, out)
-            self.assertEqual(stat.S_IMODE(os.stat("/etc/passwd").st_mode), 0o644)
-            self.assertEqual(os.stat("/usr/bin/env").st_uid, 0)
-            self.assertEqual(stat.S_IMODE(os.stat(probe).st_mode), 0o644)
+            for p in probes:
+                st = os.stat(p)
+                self.assertEqual((stat.S_IMODE(st.st_mode), st.st_uid), (0o644, os.geteuid()))
+                self.assertGreater(st.st_mtime, 946684800 + 86400)
         finally:
-            os.remove(probe)
+            for p in probes:
+                if os.path.exists(p):
+                    os.remove(p)
 
     def test_capabilities_are_cut_and_the_sandbox_cannot_be_rebuilt(self):
         res, out = self.job(
