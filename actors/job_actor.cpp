@@ -36,6 +36,8 @@ std::string pane(self_ptr self) { return self->state.row.pane_target; }
 
 void settle(self_ptr self);
 void evaluate_waiters(self_ptr self);
+void start_session(self_ptr self);
+bool retry_start(self_ptr self);
 
 // The job's directory and its same-HOME view entry (io/fs/home_views.hpp).
 void remove_job_files(self_ptr self) {
@@ -400,6 +402,7 @@ std::vector<std::string> pipe_lines(self_ptr self) {
 // file completes the handshake (runtime.md §3.3).
 void check_pipe(self_ptr self, tmux_reply& p, size_t first) {
   if (!p.ok) {
+    if (p.error == "server exited unexpectedly" && retry_start(self)) return;
     fail_start(self, p.error);
     return;
   }
@@ -411,9 +414,26 @@ void check_pipe(self_ptr self, tmux_reply& p, size_t first) {
   await_pipe_ready(self);
 }
 
+// The tmux server died while this start was under way (its gate never opened, so the
+// script never ran): start again on the fresh server, once the dead pane's pipe
+// finalizer can no longer write stale markers into the job dir.
+bool retry_start(self_ptr self) {
+  auto& st = self->state;
+  if (st.start_attempts >= 3) return false;
+  st.awaiting_pipe_ready = false;
+  st.session_alive = false;
+  st.pane_pid = 0;
+  io::tmux::kill_processes_naming(file(self, ".pipe-ready"));
+  for (const char* stale : {".pipe-ready", ".pipe-drained", ".pipe-failed"})
+    ::unlink(file(self, stale).c_str());
+  start_session(self);
+  return true;
+}
+
 void start_session(self_ptr self) {
   auto& st = self->state;
   auto& r = st.row;
+  ++st.start_attempts;
   // The output "<pane_pid> <window_id>" lets tmux_server map the window's close event.
   tmux_line cmd("new-session");
   cmd.flag("-d").flag("-P").flag("-F").arg("#{pane_pid} #{window_id}").flag("-s").arg(r.session_name);
@@ -434,6 +454,7 @@ void start_session(self_ptr self) {
           st.session_alive = true;
           st.pane_pid = std::strtol(rep.output[0][0].c_str(), nullptr, 10);
         }
+        if (!rep.ok && rep.error == "server exited unexpectedly" && retry_start(self)) return;
         if (!rep.ok || !session_created) {
           fail_start(self, rep.ok ? "tmux new-session printed no pane" : rep.error);
           return;
@@ -537,6 +558,15 @@ void recover(self_ptr self, bool alive) {
         auto& st = self->state;
         st.watching = ack.ok;
         if (!st.session_alive) {
+          if ((st.row.status == "created" || st.row.status == "starting") &&
+              !io::fs::exists(io::fs::join(st.dir, "start-gate"))) {
+            // A crash before the gate opened: the script never ran and the client never
+            // learned the id (the run answer waits for the gate). Whatever of the start
+            // survives (a runner at its gate) is stopped. Not lost: nothing was running.
+            io::tmux::kill_process_groups_naming(st.dir);
+            fail_start(self, "start interrupted by a server restart; the script never ran");
+            return;
+          }
           settle(self);
           return;
         }
@@ -611,7 +641,10 @@ void finish_terminate(self_ptr self) {
   auto& st = self->state;
   if (!st.terminating) return;
   st.terminating = false;
-  if (st.session_alive) io::tmux::kill_pane_process_group(st.pane_pid, st.dir);
+  // Also when the session is gone: members of the pane's process group that ignore
+  // SIGHUP outlive the pane (D9 promises nothing of the job survives). The group's id
+  // is not reused while any member lives.
+  if (st.pane_pid > 0) io::tmux::kill_pane_process_group(st.pane_pid, st.dir);
   kill_session(self);
   auto conts = std::move(st.after_terminate);
   st.after_terminate.clear();
@@ -795,10 +828,11 @@ caf::behavior job_actor(caf::stateful_actor<job_state>* self, job_settings cfg, 
           }
         evaluate_waiters(self);
       },
-      [self](session_gone&) {
+      [self](session_gone& m) {
         auto& st = self->state;
         st.session_alive = false;
         if (st.awaiting_pipe_ready) {
+          if (m.server_died && retry_start(self)) return;
           fail_start(self, "tmux pane disappeared before the output pipe was ready");
           return;
         }

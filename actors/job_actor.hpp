@@ -56,6 +56,7 @@ struct job_state {
   bool watching = false;
   bool finalizer_timer_armed = false;
   bool finalizer_expired = false;
+  int start_attempts = 0;  // starts begun; a start that died with the tmux server is retried
 
   std::vector<waiter> waiters;
   // Requests that arrived while the job was being removed: answered once the removal is

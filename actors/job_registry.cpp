@@ -205,7 +205,7 @@ caf::behavior serving(self_ptr self) {
         for (auto& name : m.names) {
           if (name.rfind("shellctl-", 0) != 0) continue;
           auto it = self->state.jobs.find(name.substr(9));
-          if (it != self->state.jobs.end()) self->send(it->second, session_gone{});
+          if (it != self->state.jobs.end()) self->send(it->second, session_gone{m.server_died});
         }
       },
       [self](job_removed& m) -> removal_ack {

@@ -166,6 +166,7 @@ struct tmux_client_exited {
 // tmux_server → registry: these sessions no longer exist (killed, exited, server died).
 struct sessions_gone {
   std::vector<std::string> names;
+  bool server_died = false;  // the tmux server itself went away (killed, crashed)
 };
 // Answered with session_list: the sessions that exist now.
 struct list_sessions_request {};
@@ -200,7 +201,9 @@ struct dir_changed {
 };
 
 // ---------------------------------------------------------------- registry ↔ job_actor
-struct session_gone {};
+struct session_gone {
+  bool server_died = false;
+};
 struct job_removed {
   std::string job_id;
 };

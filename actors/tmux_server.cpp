@@ -20,19 +20,10 @@ std::vector<std::string> server_options() {
           io::tmux::command("set-option").flag("-g").flag("history-limit").number(0).line()};
 }
 
-// Sends the lines and queues one pending entry expecting one block per line.
-void submit(state_ptr self, std::vector<std::string> lines, std::string creates_session,
-            std::function<void(tmux_reply&)> done) {
+// Writes a command's lines to the client; it then expects one block per line.
+void send_now(state_ptr self, tmux_server_state::pending_command pc) {
   auto& st = self->state;
-  tmux_server_state::pending_command pc{lines.size(), {}, std::move(creates_session),
-                                        std::move(done)};
-  if (!st.client || lines.empty()) {
-    pc.reply.ok = lines.empty();
-    if (!pc.reply.ok) pc.reply.error = "no server running (tmux control client is restarting)";
-    pc.done(pc.reply);
-    return;
-  }
-  for (auto& l : lines) {
+  for (auto& l : pc.lines) {
     if (!st.client->send(l)) {
       pc.reply.ok = false;
       pc.reply.error = "failed to connect to tmux: control client gone";
@@ -40,7 +31,36 @@ void submit(state_ptr self, std::vector<std::string> lines, std::string creates_
       return;
     }
   }
+  pc.lines.clear();
   st.pending.push_back(std::move(pc));
+}
+
+// Sends the lines, or keeps them until a (new) client is up.
+void submit(state_ptr self, std::vector<std::string> lines, std::string creates_session,
+            std::function<void(tmux_reply&)> done) {
+  auto& st = self->state;
+  tmux_server_state::pending_command pc{lines.size(), {}, std::move(creates_session),
+                                        std::move(done), std::move(lines)};
+  if (pc.lines.empty()) {
+    pc.done(pc.reply);
+    return;
+  }
+  if (!st.client || !st.accepting) {
+    st.waiting.push_back(std::move(pc));
+    return;
+  }
+  send_now(self, std::move(pc));
+}
+
+// A new client is up: server options first, then what waited for it, in order.
+void client_ready(state_ptr self) {
+  auto& st = self->state;
+  st.accepting = true;
+  st.restart_failures = 0;
+  submit(self, server_options(), "", [self](tmux_reply&) { refresh_sessions(self); });
+  auto waiting = std::move(st.waiting);
+  st.waiting.clear();
+  for (auto& pc : waiting) send_now(self, std::move(pc));
 }
 
 void finish_block(state_ptr self, bool ok) {
@@ -105,8 +125,12 @@ void on_lines(state_ptr self, std::vector<std::string>& lines) {
         std::string name = it->second;
         st.window_session.erase(it);
         st.known.erase(name);
-        if (st.registry) self->send(st.registry, sessions_gone{{name}});
+        if (st.registry) self->send(st.registry, sessions_gone{{name}, false});
       }
+    } else if (line.rfind("%exit", 0) == 0) {
+      // The client is going (its server died or was killed): anything sent from now on
+      // would be lost with it, so commands wait for the next client.
+      st.accepting = false;
     } else if (line == "%sessions-changed") {
       // Only sessions whose window id is unknown need a listing to notice their end.
       if (st.known.size() > st.window_session.size()) refresh_sessions(self);
@@ -151,7 +175,8 @@ void refresh_sessions(state_ptr self) {
       st.known = result.names;
       st.known.erase(io::tmux::control_session);
       st.window_session = std::move(windows);
-      if (!gone.empty() && st.registry) self->send(st.registry, sessions_gone{std::move(gone)});
+      if (!gone.empty() && st.registry)
+        self->send(st.registry, sessions_gone{std::move(gone), false});
     } else {
       result.ok = false;
       result.error = r.error;
@@ -193,7 +218,7 @@ caf::behavior tmux_server(caf::stateful_actor<tmux_server_state>* self, std::str
         std::string error;
         if (!start_client(self, error)) return tmux_reply{false, error, {}};
         auto rp = self->make_response_promise<tmux_reply>();
-        // exit-empty off keeps the server up with zero job sessions (runtime.md §3.1).
+        self->state.accepting = true;
         submit(self, server_options(), "",
                [self, rp](tmux_reply& r) mutable {
                  rp.deliver(r);
@@ -222,6 +247,7 @@ caf::behavior tmux_server(caf::stateful_actor<tmux_server_state>* self, std::str
         auto& st = self->state;
         if (m.generation != st.generation) return;
         st.client.reset();
+        st.accepting = false;
         // Every command in flight died with the tmux server.
         auto pending = std::move(st.pending);
         st.pending.clear();
@@ -234,17 +260,26 @@ caf::behavior tmux_server(caf::stateful_actor<tmux_server_state>* self, std::str
         std::vector<std::string> gone(st.known.begin(), st.known.end());
         st.known.clear();
         st.window_session.clear();
-        if (!gone.empty() && st.registry) self->send(st.registry, sessions_gone{std::move(gone)});
+        if (!gone.empty() && st.registry)
+          self->send(st.registry, sessions_gone{std::move(gone), true});
         std::string error;
         if (start_client(self, error)) {
-          submit(self, server_options(), "", [self](tmux_reply&) {
-            refresh_sessions(self);
-          });
-        } else {
-          // Try again shortly; requests meanwhile fail as "no server running".
-          self->delayed_send(self, std::chrono::milliseconds(200),
-                             tmux_client_exited{st.generation});
+          client_ready(self);
+          return;
         }
+        // Try again shortly. Commands wait meanwhile, but not for ever: after 2 s of
+        // failed restarts they are answered with the reason.
+        if (++st.restart_failures >= 10) {
+          auto waiting = std::move(st.waiting);
+          st.waiting.clear();
+          for (auto& pc : waiting) {
+            pc.reply.ok = false;
+            pc.reply.error = "no server running: tmux could not be restarted: " + error;
+            pc.done(pc.reply);
+          }
+        }
+        self->delayed_send(self, std::chrono::milliseconds(200),
+                           tmux_client_exited{st.generation});
       },
       [self](shutdown_jobs&) {
         self->state.client.reset();

@@ -4,7 +4,9 @@
 // notifications into `sessions_gone` notices for the registry (events instead of
 // per-job probes, D12).
 // When the tmux server dies the client's stdout closes: every known session is reported
-// gone and a new client (and tmux server) is started.
+// gone and a new client (and tmux server) is started. From tmux's %exit until the new
+// client is up, commands wait here and go to the new server: a command is only ever lost
+// with the server it was already sent to.
 #include <deque>
 #include <functional>
 #include <map>
@@ -26,14 +28,18 @@ struct tmux_server_state {
     tmux_reply reply;
     std::string creates_session;
     std::function<void(tmux_reply&)> done;
+    std::vector<std::string> lines;  // kept only while waiting for a client
   };
 
   std::string socket;
   std::vector<std::string> env;  // environment for the tmux server (D10)
   caf::actor registry;
   std::unique_ptr<io::tmux::control_client> client;
+  bool accepting = false;  // a client is up and has not announced %exit
   std::uint64_t generation = 0;
-  std::deque<pending_command> pending;
+  std::deque<pending_command> pending;  // sent, in order
+  std::deque<pending_command> waiting;  // not sent yet: no client (restarting)
+  int restart_failures = 0;
   // Block parsing.
   bool in_block = false;
   bool block_is_ours = false;

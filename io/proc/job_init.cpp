@@ -10,25 +10,6 @@
 
 namespace shellctl::io::proc {
 
-void block_all_signals() {
-  sigset_t all;
-  sigfillset(&all);
-  ::sigprocmask(SIG_BLOCK, &all, nullptr);
-}
-
-void reset_signals() {
-  struct sigaction dfl {};
-  dfl.sa_handler = SIG_DFL;
-  sigemptyset(&dfl.sa_mask);
-  for (int s = 1; s < NSIG; ++s) {
-    if (s == SIGKILL || s == SIGSTOP) continue;
-    ::sigaction(s, &dfl, nullptr);  // glibc's reserved real-time signals answer EINVAL
-  }
-  sigset_t none;
-  sigemptyset(&none);
-  ::sigprocmask(SIG_SETMASK, &none, nullptr);
-}
-
 [[noreturn]] void run_init(pid_t job, int status_fd) {
   // Nothing of the runner's stays open here but the report channel.
   if (status_fd > 3) ::close_range(3, static_cast<unsigned>(status_fd) - 1, 0);

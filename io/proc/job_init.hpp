@@ -11,17 +11,11 @@
 // namespace: setsid/nohup daemons and SIGHUP-ignoring children included.
 #include <sys/types.h>
 
-namespace shellctl::io::proc {
+#include "io/proc/signals.hpp"
 
-// Blocks every signal in the caller; done before the main process is forked, so that no
-// signal meant for the job can end PID 1 first (the child resets its mask).
-void block_all_signals();
+namespace shellctl::io::proc {
 
 // The init loop; never returns. `job` is the main process, already started.
 [[noreturn]] void run_init(pid_t job, int status_fd);
-
-// Restores every signal disposition and an empty mask: a job never inherits what its
-// ancestors ignored or blocked (a server started under nohup ignores SIGHUP).
-void reset_signals();
 
 }  // namespace shellctl::io::proc

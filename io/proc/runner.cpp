@@ -767,6 +767,9 @@ bool write_file_atomic(const std::string& path, const std::string& value, std::s
 }
 
 int run_parent(const parent_options& opts) {
+  // Whatever tmux (or whoever started us) ignored or blocked, the job gets the defaults,
+  // and the signals forwarded below reach our signalfd (an ignored one never would).
+  reset_signals();
   std::string err;
   int code;
   if (!wait_for_start_gate(opts.job_dir, err)) {

@@ -1,6 +1,7 @@
 #include "io/tmux/control_client.hpp"
 
 #include "io/fs/files.hpp"
+#include "io/proc/signals.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -52,10 +53,9 @@ control_client::control_client(const std::string& socket, const std::vector<std:
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(127);
     ::setpgid(0, 0);  // a Ctrl-C aimed at the server's terminal must not hit tmux
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    ::signal(SIGPIPE, SIG_DFL);
+    // The tmux server (and through it every job) must not inherit what we ignore (SIGPIPE,
+    // and SIGHUP under nohup) or block.
+    proc::reset_signals();
     ::dup2(in_pipe[0], 0);
     ::dup2(out_pipe[1], 1);
     ::execvpe("tmux", argv.data(), envp.data());
@@ -170,5 +170,19 @@ void kill_process_groups_naming(const std::string& owner) {
   }
   ::closedir(proc);
   for (pid_t g : groups) ::kill(-g, SIGKILL);
+}
+
+void kill_processes_naming(const std::string& text) {
+  DIR* proc = ::opendir("/proc");
+  if (!proc) return;
+  while (dirent* e = ::readdir(proc)) {
+    char* end = nullptr;
+    long pid = std::strtol(e->d_name, &end, 10);
+    if (pid <= 1 || *end || pid == ::getpid()) continue;
+    auto cmdline = cmdline_of(pid);
+    if (cmdline && cmdline->find(text) != std::string::npos)
+      ::kill(static_cast<pid_t>(pid), SIGKILL);
+  }
+  ::closedir(proc);
 }
 }  // namespace shellctl::io::tmux

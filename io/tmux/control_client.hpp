@@ -60,4 +60,7 @@ void kill_pane_process_group(long pane_pid, const std::string& owner);
 // When the pane's pid is unknown (the session vanished while shellctl was down): kill the
 // process groups of processes whose command line names `owner` (the runner's does).
 void kill_process_groups_naming(const std::string& owner);
+// SIGKILLs each process (not its group) whose command line contains `text`: the pipe
+// finalizer of a pane whose tmux server died lives on in that server's old group.
+void kill_processes_naming(const std::string& text);
 }  // namespace shellctl::io::tmux

@@ -131,6 +131,17 @@ TEST_CASE("chunked body with extensions and trailers") {
 // llhttp 8.1 rejects several extensions on one chunk ("4;a=b;c=d"), a known limitation of
 // that version (fixed in later llhttp); one extension per chunk, quoted or not, works.
 
+TEST_CASE("chunk data must be followed by CRLF") {
+  auto o = feed_all("POST /r HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nabcdXY0\r\n\r\n");
+  CHECK(o.requests.empty());
+  CHECK(o.failed);
+  CHECK(o.error.status == 400);
+  o = feed_pieces({"POST /r HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nab", "cd\r",
+                   "\n0\r\n\r\n"});
+  REQUIRE(o.requests.size() == 1);
+  CHECK(o.requests[0].body == "abcd");
+}
+
 TEST_CASE("the head is reported before any body byte is consumed") {
   request_parser p;
   std::string head =
