@@ -31,6 +31,12 @@ const std::vector<std::string> live_statuses = {"created", "starting", "running"
 
 std::string file(self_ptr self, const char* name) { return io::fs::join(self->state.dir, name); }
 bool done(self_ptr self) { return is_terminal_status(self->state.row.status); }
+// The row as far as the job knows it: the stored one, or what a write being retried will
+// make of it ("reads reflect what is known").
+const job_row& known_row(self_ptr self) {
+  return self->state.pending_row ? *self->state.pending_row : self->state.row;
+}
+bool known_done(self_ptr self) { return is_terminal_status(known_row(self).status); }
 bool is_pty(self_ptr self) { return self->state.row.mode != "stdio"; }
 std::string pane(self_ptr self) { return self->state.row.pane_target; }
 
@@ -38,6 +44,7 @@ void settle(self_ptr self);
 void evaluate_waiters(self_ptr self);
 void start_session(self_ptr self);
 bool retry_start(self_ptr self);
+void remove_job(self_ptr self, std::optional<responder> resp, std::uint64_t guard = 0);
 
 // The job's directory and its same-HOME view entry (io/fs/home_views.hpp).
 void remove_job_files(self_ptr self) {
@@ -56,8 +63,116 @@ void reply_internal(const responder& r, const std::string& msg) {
   reply_error(r, 500, "internal_error", msg);
 }
 
+// An answer waiting on tmux or the store: answered 503 at `after` unless unguard() ran
+// first (the work itself goes on; the client learns why it waits).
+std::uint64_t guard_answer(self_ptr self, const responder& resp, std::chrono::milliseconds after,
+                           std::string outcome = "the request is carried out as soon as it can be") {
+  auto& st = self->state;
+  auto id = st.next_guard_id++;
+  st.guarded_answers.emplace(id, job_state::guarded_answer{resp, std::move(outcome)});
+  self->delayed_send(self, after, answer_deadline{id});
+  return id;
+}
+
+void unguard(self_ptr self, std::uint64_t id) { self->state.guarded_answers.erase(id); }
+
+void answer_guard_expired(self_ptr self, std::uint64_t id) {
+  auto& st = self->state;
+  auto it = st.guarded_answers.find(id);
+  if (it == st.guarded_answers.end()) return;
+  const auto& g = it->second;
+  if (st.store_failing)
+    reply_error(g.resp, 503, "storage_unavailable",
+                "the state database cannot be written at the moment (is its disk full?); " +
+                    g.outcome);
+  else
+    reply_error(g.resp, 503, "tmux_unavailable", "tmux did not answer in time; " + g.outcome);
+  st.guarded_answers.erase(it);
+}
+
+std::chrono::milliseconds seconds_ms(double s) {
+  return std::chrono::milliseconds(static_cast<std::int64_t>(std::max(0.0, s) * 1000));
+}
+
+// ---------------------------------------------------------------- what answers show
+
+// The output can no longer grow: stdio, once the runner (which writes output.log itself)
+// is gone; PTY, once the pipe's finalizer marked the sanitizer's end, or no pipe was ever
+// attached. Bounded: after the finalizer grace the log is taken as it is.
+bool output_final(self_ptr self) {
+  auto& st = self->state;
+  if (st.output_settled) return true;
+  if (!known_done(self)) return false;  // a job still running writes on; nothing to latch
+  // A job whose gate never opened never ran: nothing was or will be printed.
+  bool final = st.output_deadline || !st.gate_opened;
+  if (!final && is_pty(self))
+    final = !st.pipe_attached || io::fs::exists(file(self, ".pipe-drained")) ||
+            io::fs::exists(file(self, ".pipe-failed"));
+  else if (!final)
+    final = !st.session_alive;
+  st.output_settled = final;
+  return final;
+}
+
+// done() as answers may state it.
+bool shown_done(self_ptr self) { return known_done(self) && output_final(self); }
+
+// The row as answers may state it: a terminal row whose output is still growing is shown
+// with the status it had before, and nothing of its end yet.
+void arm_output_deadline(self_ptr self);
+
+job_row shown_row(self_ptr self) {
+  auto& st = self->state;
+  if (!known_done(self) || output_final(self)) return known_row(self);
+  arm_output_deadline(self);
+  job_row r = known_row(self);
+  r.status = st.shown_live_status;
+  r.exit_code.reset();
+  r.ended_at.reset();
+  r.reason.reset();
+  r.message.reset();
+  return r;
+}
+
+// Runs `then` once answers may say done (now, or when the output becomes final).
+void when_output_final(self_ptr self, std::function<void()> then) {
+  auto& st = self->state;
+  if (output_final(self)) {
+    then();
+    return;
+  }
+  st.when_output_final.push_back(std::move(then));
+  arm_output_deadline(self);
+}
+
+void arm_output_deadline(self_ptr self) {
+  auto& st = self->state;
+  if (st.output_timer_armed) return;
+  st.output_timer_armed = true;
+  self->delayed_send(self, st.cfg.finalizer_grace, output_final_deadline{});
+}
+
+// A terminal job whose output is final changes no more: its inotify watch goes. Until
+// then the watch stays: the pipe finalizer's marker is the event that makes it final.
+void release_watch_if_settled(self_ptr self) {
+  auto& st = self->state;
+  if (!st.watching || !done(self) || !output_final(self)) return;
+  self->send(st.peers.watcher, unwatch_dir{st.dir});
+  st.watching = false;
+}
+
+// Called on every event that can make the output final.
+void output_may_be_final(self_ptr self) {
+  auto& st = self->state;
+  if (!output_final(self)) return;
+  release_watch_if_settled(self);
+  auto conts = std::move(st.when_output_final);
+  st.when_output_final.clear();
+  for (auto& c : conts) c();
+}
+
 void reply_status(self_ptr self, const responder& r) {
-  r.send(json_response(200, job_status_json(self->state.row,
+  r.send(json_response(200, job_status_json(shown_row(self),
                                             io::text::file_size_or_zero(self->state.output_abs))));
 }
 
@@ -65,23 +180,44 @@ void reply_status(self_ptr self, const responder& r) {
 
 // Every status change goes through here: one transition in flight at a time, and events
 // that arrive meanwhile re-run settle() afterwards, so nothing is decided on stale state.
-void store_request(self_ptr self, caf::message msg, std::function<void(store_reply&)> then) {
+// A write that fails for a passing reason (disk full, I/O error, busy) is retried until it
+// succeeds, 100 ms doubling to 2 s apart; meanwhile `expected` is what the job shows.
+void store_request(self_ptr self, caf::message msg, std::function<void(store_reply&)> then,
+                   std::optional<job_row> expected = std::nullopt,
+                   std::chrono::milliseconds backoff = std::chrono::milliseconds(0)) {
   auto& st = self->state;
   st.busy = true;
-  self->request(st.peers.store, caf::infinite, std::move(msg))
+  self->request(st.peers.store, caf::infinite, msg)
       .then(
-          [self, then](store_reply& r) {
+          [self, msg, then, expected, backoff](store_reply& r) {
             auto& st = self->state;
+            if (!r.ok && r.transient) {
+              if (!st.store_failing)
+                std::fprintf(stderr, "shellctl: job %s: store: %s; retrying until it succeeds\n",
+                             st.row.job_id.c_str(), r.error.c_str());
+              st.store_failing = true;
+              if (expected) st.pending_row = expected;
+              auto next = std::min(std::max(backoff * 2, std::chrono::milliseconds(100)),
+                                   std::chrono::milliseconds(2000));
+              st.store_retry = job_state::store_retry_state{msg, then, expected, next};
+              self->delayed_send(self, next, store_retry_tick{});
+              evaluate_waiters(self);  // what is known may have changed
+              return;
+            }
             st.busy = false;
-            if (r.ok && r.row) st.row = *r.row;
+            st.pending_row.reset();
+            if (st.store_failing)
+              std::fprintf(stderr, "shellctl: job %s: store: writing again\n",
+                           st.row.job_id.c_str());
+            st.store_failing = false;
+            if (r.ok && r.row) {
+              if (!done(self)) st.shown_live_status = st.row.status;
+              st.row = *r.row;
+            }
             if (!r.ok) std::fprintf(stderr, "shellctl: job %s: store: %s\n", st.row.job_id.c_str(),
                                     r.error.c_str());
             then(r);
-            if (done(self) && st.watching) {
-              // A terminal job changes no more: release its inotify watch.
-              self->send(st.peers.watcher, unwatch_dir{st.dir});
-              st.watching = false;
-            }
+            release_watch_if_settled(self);
             if (st.dirty && !st.removing) {
               st.dirty = false;
               settle(self);
@@ -93,11 +229,27 @@ void store_request(self_ptr self, caf::message msg, std::function<void(store_rep
           });
 }
 
+void retry_store_request(self_ptr self) {
+  auto& st = self->state;
+  if (!st.store_retry) return;
+  auto r = std::move(*st.store_retry);
+  st.store_retry.reset();
+  store_request(self, std::move(r.msg), std::move(r.then), std::move(r.expected), r.backoff);
+}
+
 void apply(self_ptr self, transition t, std::function<void(store_reply&)> then = {}) {
+  auto expected = io::store::preview_apply(known_row(self), t, io::text::utc_now());
   store_request(self, caf::make_message(store_apply{self->state.row.job_id, std::move(t)}),
                 [then](store_reply& r) {
                   if (then) then(r);
-                });
+                },
+                expected);
+}
+
+void record_exit(self_ptr self, std::int64_t code, const std::string& ended_at) {
+  auto& r = self->state.row;
+  store_request(self, caf::make_message(store_record_exit{r.job_id, code, ended_at}),
+                [](store_reply&) {}, io::store::preview_record_exit(known_row(self), code, ended_at));
 }
 
 void tmux(self_ptr self, std::vector<std::string> lines, std::function<void(tmux_reply&)> then,
@@ -124,6 +276,7 @@ struct artifacts {
   bool ended_file = false;
   std::optional<std::int64_t> code;
   std::string ended_at;
+  bool unreadable = false;  // a read failed (not "missing"): no evidence either way
 };
 
 std::string trim(std::string s) {
@@ -136,8 +289,14 @@ std::string trim(std::string s) {
 
 artifacts read_artifacts(self_ptr self) {
   artifacts a;
-  auto code = trim(io::fs::read_small_file(file(self, "runner-exit-code")));
-  auto ended = trim(io::fs::read_small_file(file(self, "runner-ended-at")));
+  std::string code, ended;
+  a.unreadable =
+      io::fs::read_small_file_checked(file(self, "runner-exit-code"), code) ==
+          io::fs::read_result::error ||
+      io::fs::read_small_file_checked(file(self, "runner-ended-at"), ended) ==
+          io::fs::read_result::error;
+  code = trim(code);
+  ended = trim(ended);
   a.code_file = !code.empty();
   a.ended_file = !ended.empty();
   std::int64_t v = 0;
@@ -174,11 +333,19 @@ void settle(self_ptr self) {
   const bool drained_marker = io::fs::exists(file(self, ".pipe-drained"));
   const bool failed_marker = io::fs::exists(file(self, ".pipe-failed"));
   auto a = read_artifacts(self);
+  if (a.unreadable) {
+    // Out of descriptors, say: a failed read is no evidence that the job is gone. Decide
+    // again shortly, from the artifacts, once they can be read.
+    if (!st.settle_retry_armed) {
+      st.settle_retry_armed = true;
+      self->delayed_send(self, std::chrono::milliseconds(200), settle_retry{});
+    }
+    return;
+  }
   bool complete = a.code && a.ended_file;
   bool drained = !is_pty(self) || drained_marker;
   if (complete && drained) {
-    store_request(self, caf::make_message(store_record_exit{r.job_id, *a.code, a.ended_at}),
-                  [](store_reply&) {});
+    record_exit(self, *a.code, a.ended_at);
     return;
   }
   if (st.session_alive) {
@@ -207,8 +374,7 @@ void settle(self_ptr self) {
     }
     // Decision D8: the finalizer vanished without a marker; the exit still happened.
     if (complete) {
-      store_request(self, caf::make_message(store_record_exit{r.job_id, *a.code, a.ended_at}),
-                    [](store_reply&) {});
+      record_exit(self, *a.code, a.ended_at);
       return;
     }
   }
@@ -239,7 +405,7 @@ void answer_window(self_ptr self, job_state::waiter& w, bool job_done) {
   auto& st = self->state;
   try {
     auto win = io::text::read_output_window(st.output_abs, w.p.offset, w.p.limit, job_done);
-    w.resp.send(json_response(200, job_result_json(st.row, st.output_abs, win)));
+    w.resp.send(json_response(200, job_result_json(shown_row(self), st.output_abs, win)));
   } catch (const io::text::offset_beyond_end& e) {
     reply_error(w.resp, 400, "invalid_offset",
                 "offset " + std::to_string(e.offset) + " exceeds current file size " +
@@ -252,10 +418,13 @@ void answer_window(self_ptr self, job_state::waiter& w, bool job_done) {
 // http-api.md §5.2, driven by events and timers instead of a sleep loop.
 void evaluate_waiters(self_ptr self) {
   auto& st = self->state;
-  if (st.waiters.empty() || st.busy) return;
+  // Also while a store write is in flight or retried: a waiter is owed its answer at its
+  // deadline, and what it shows is what is known (known_row).
+  if (st.waiters.empty()) return;
+  // Done first, then the size: a done job's log does not grow, so that size is final.
+  bool job_done = shown_done(self);
   auto size = io::text::file_size_or_zero(st.output_abs);
   auto now = clock_type::now();
-  bool job_done = done(self);
   for (auto it = st.waiters.begin(); it != st.waiters.end();) {
     auto& w = *it;
     bool answer = false;
@@ -322,6 +491,7 @@ void answer_run(self_ptr self) {
   if (!st.run) return;
   auto run = std::move(*st.run);
   st.run.reset();
+  unguard(self, st.start_guard);
   add_waiter(self, run.spec.wait, run.resp);
 }
 
@@ -330,6 +500,13 @@ void answer_run(self_ptr self) {
 void fail_start(self_ptr self, const std::string& message) {
   auto& st = self->state;
   st.awaiting_pipe_ready = false;
+  if (st.start_failing) {
+    // Already failed (a late answer of tmux, say): only what it started is undone.
+    if (st.session_alive) io::tmux::kill_pane_process_group(st.pane_pid, st.dir);
+    kill_session(self);
+    return;
+  }
+  st.start_failing = true;
   st.starting = true;  // until the failed row is stored, settle() must not decide
   apply(self,
         transition{"failed", live_statuses, std::string("start_failed"), message, {}, false},
@@ -344,15 +521,27 @@ void fail_start(self_ptr self, const std::string& message) {
         });
 }
 
+// The start's deadline passed: whichever step of the start answers next ends it.
+bool start_abandoned(self_ptr self) {
+  auto& st = self->state;
+  if (!st.start_abandoned) return false;
+  fail_start(self, "the job did not start within " +
+                       std::to_string(st.cfg.pipe_ready_timeout.count() / 1000) +
+                       " s (tmux or the state database did not answer in time)");
+  return true;
+}
+
 void open_gate(self_ptr self) {
   auto& st = self->state;
   st.awaiting_pipe_ready = false;
+  if (start_abandoned(self)) return;
   try {
     io::fs::write_file(file(self, "start-gate"), "", 0600);
   } catch (const std::exception& e) {
     fail_start(self, e.what());
     return;
   }
+  st.gate_opened = true;
   apply(self, transition{"running", {"starting"}, {}, {}, {}, true}, [self](store_reply&) {
     ::unlink(file(self, ".pipe-ready").c_str());
     self->state.starting = false;
@@ -401,6 +590,7 @@ std::vector<std::string> pipe_lines(self_ptr self) {
 // After pipe-pane + display-message: the pipe must be active, then the sanitizer's ready
 // file completes the handshake (runtime.md §3.3).
 void check_pipe(self_ptr self, tmux_reply& p, size_t first) {
+  if (start_abandoned(self)) return;
   if (!p.ok) {
     if (p.error == "server exited unexpectedly" && retry_start(self)) return;
     fail_start(self, p.error);
@@ -443,8 +633,10 @@ void start_session(self_ptr self) {
   // PTY: session and pipe in one round trip. The runner cannot print before the gate,
   // so nothing is lost between the two commands.
   std::vector<std::string> lines = {cmd.line()};
-  if (is_pty(self))
+  if (is_pty(self)) {
     for (auto& l : pipe_lines(self)) lines.push_back(l);
+    st.pipe_attached = true;  // from here on a sanitizer may be writing the log
+  }
   tmux(
       self, lines,
       [self](tmux_reply& rep) {
@@ -454,6 +646,7 @@ void start_session(self_ptr self) {
           st.session_alive = true;
           st.pane_pid = std::strtol(rep.output[0][0].c_str(), nullptr, 10);
         }
+        if (start_abandoned(self)) return;
         if (!rep.ok && rep.error == "server exited unexpectedly" && retry_start(self)) return;
         if (!rep.ok || !session_created) {
           fail_start(self, rep.ok ? "tmux new-session printed no pane" : rep.error);
@@ -511,8 +704,15 @@ void begin_run(self_ptr self) {
     abandon(self);
     return;
   }
+  // The start is bounded (a stuck tmux or store must not keep the client waiting), and so
+  // is its answer, should failing the start itself wait on the store.
+  self->delayed_send(self, st.cfg.pipe_ready_timeout, start_deadline{});
+  st.start_guard = guard_answer(
+      self, st.run->resp, st.cfg.pipe_ready_timeout + std::chrono::seconds(5),
+      "the job is not started: it will be recorded as failed (start_failed)");
   store_request(self, caf::make_message(store_insert{st.row}), [self](store_reply& r) {
     auto& st = self->state;
+    if (r.ok && r.changed && start_abandoned(self)) return;
     if (!r.ok || !r.changed) {
       remove_job_files(self);
       if (!r.ok)
@@ -524,6 +724,7 @@ void begin_run(self_ptr self) {
       return;
     }
     apply(self, transition{"starting", {"created"}, {}, {}, {}, false}, [self](store_reply& r2) {
+      if (start_abandoned(self)) return;
       if (!r2.ok) {
         fail_start(self, r2.error);
         return;
@@ -531,11 +732,12 @@ void begin_run(self_ptr self) {
       auto& st = self->state;
       self->request(st.peers.watcher, caf::infinite, watch_dir{st.dir, caf::actor_cast<caf::actor>(self)})
           .then([self](watch_ack& ack) {
+            self->state.watching = ack.ok;
+            if (start_abandoned(self)) return;
             if (!ack.ok) {
               fail_start(self, ack.error);
               return;
             }
-            self->state.watching = true;
             start_session(self);
           });
     });
@@ -548,6 +750,13 @@ void recover(self_ptr self, bool alive) {
   auto& st = self->state;
   st.session_alive = alive;
   st.starting = false;
+  if (!io::fs::exists(st.dir)) {
+    // Only a delete removes a job dir before its row (when the disk was full): finish it.
+    remove_job(self, std::nullopt);
+    return;
+  }
+  st.pipe_attached = is_pty(self);  // a PTY job that got this far had (or has) its pipe
+  st.gate_opened = io::fs::exists(io::fs::join(st.dir, "start-gate"));
   if (done(self)) {
     if (alive) kill_session(self);  // runtime.md §9.1 step 6
     settle(self);
@@ -648,10 +857,17 @@ void finish_terminate(self_ptr self) {
   kill_session(self);
   auto conts = std::move(st.after_terminate);
   st.after_terminate.clear();
-  for (auto& c : conts) c();
+  // Answered once the output is final: the ^C echo and whatever the job printed while it
+  // ended are in the log before any answer says done.
+  when_output_final(self, [conts] {
+    for (auto& c : conts) c();
+  });
 }
 
-void remove_job(self_ptr self, std::optional<responder> resp) {
+void remove_row(self_ptr self, std::optional<responder> resp, std::uint64_t guard,
+                std::chrono::milliseconds backoff);
+
+void remove_job(self_ptr self, std::optional<responder> resp, std::uint64_t guard) {
   auto& st = self->state;
   if (st.removing) {
     // A delete racing another removal: answered when that one is complete.
@@ -660,9 +876,33 @@ void remove_job(self_ptr self, std::optional<responder> resp) {
   }
   st.removing = true;
   kill_session(self);
+  remove_row(self, std::move(resp), guard, std::chrono::milliseconds(0));
+}
+
+// The row goes first (a crash then leaves only a directory, removed at startup). A write
+// that fails for a passing reason is retried until it succeeds; on a full disk the job's
+// files go right away to make room (a row left without its directory is a delete that a
+// restart completes).
+void remove_row(self_ptr self, std::optional<responder> resp, std::uint64_t guard,
+                std::chrono::milliseconds backoff) {
+  auto& st = self->state;
   self->request(st.peers.store, caf::infinite, store_remove{st.row.job_id})
-      .then([self, resp](store_reply& r) {
+      .then([self, resp, guard, backoff](store_reply& r) {
         auto& st = self->state;
+        if (!r.ok && r.transient) {
+          if (!st.store_failing)
+            std::fprintf(stderr, "shellctl: job %s: store: %s; retrying the delete\n",
+                         st.row.job_id.c_str(), r.error.c_str());
+          st.store_failing = true;
+          remove_job_files(self);
+          auto next = std::min(std::max(backoff * 2, std::chrono::milliseconds(100)),
+                               std::chrono::milliseconds(2000));
+          self->delayed_send(self, next, remove_retry_tick{});
+          st.remove_retry = [self, resp, guard, next] { remove_row(self, resp, guard, next); };
+          return;
+        }
+        st.store_failing = false;
+        unguard(self, guard);
         if (!r.ok) {
           st.removing = false;
           if (resp) reply_internal(*resp, r.error);
@@ -719,11 +959,13 @@ void deliver_input(self_ptr self, op_input in, responder resp) {
     return;
   }
   const std::string buffer = "shellctl-in-" + st.row.job_id;
+  const auto guard = guard_answer(self, resp, std::chrono::seconds(10));
   tmux(self,
        {tmux_line("load-buffer").flag("-b").arg(buffer).format_arg(path).line(),
         tmux_line("paste-buffer").flag("-t").arg(pane(self)).flag("-b").arg(buffer).line(),
         tmux_line("delete-buffer").flag("-b").arg(buffer).line()},
-       [self, path, in, resp](tmux_reply& r) {
+       [self, path, in, resp, guard](tmux_reply& r) {
+         unguard(self, guard);
          ::unlink(path.c_str());
          auto& st = self->state;
          // delete-buffer after a failed paste fails too; only the first error counts.
@@ -762,8 +1004,9 @@ void handle_call(self_ptr self, job_call& call) {
           add_waiter(self, op.p, call.resp);
         } else if constexpr (std::is_same_v<T, op_tail>) {
           try {
+            auto row = shown_row(self);
             auto win = io::text::read_output_tail(st.output_abs, op.limit);
-            call.resp.send(json_response(200, job_result_json(st.row, st.output_abs, win)));
+            call.resp.send(json_response(200, job_result_json(row, st.output_abs, win)));
           } catch (const std::exception& e) {
             reply_internal(call.resp, e.what());
           }
@@ -772,12 +1015,16 @@ void handle_call(self_ptr self, job_call& call) {
         } else if constexpr (std::is_same_v<T, op_input>) {
           deliver_input(self, op, call.resp);
         } else if constexpr (std::is_same_v<T, op_terminate>) {
-          if (done(self)) {
+          if (done(self) && !st.terminating) {
             kill_session(self);
-            reply_status(self, call.resp);
+            when_output_final(self, [self, resp = call.resp] { reply_status(self, resp); });
             return;
           }
-          begin_terminate(self, op.grace_s, [self, resp = call.resp] { reply_status(self, resp); });
+          auto g = guard_answer(self, call.resp, seconds_ms(op.grace_s) + std::chrono::seconds(10));
+          begin_terminate(self, op.grace_s, [self, g, resp = call.resp] {
+            unguard(self, g);
+            reply_status(self, resp);
+          });
         } else if constexpr (std::is_same_v<T, op_delete>) {
           if (!done(self) && !op.force) {
             reply_error(call.resp, 409, "job_running", "Job " + st.row.job_id + " is still running");
@@ -785,11 +1032,15 @@ void handle_call(self_ptr self, job_call& call) {
           }
           // A terminate under way (even one whose row is already terminal) ends first:
           // its caller is answered before the job disappears.
+          // The removal may wait on the store: bounded like every such answer.
+          auto g = guard_answer(self, call.resp, seconds_ms(op.grace_s) + std::chrono::seconds(10));
           if (!done(self) || st.terminating) {
-            begin_terminate(self, op.grace_s, [self, resp = call.resp] { remove_job(self, resp); });
+            begin_terminate(self, op.grace_s, [self, g, resp = call.resp] {
+              remove_job(self, resp, g);
+            });
             return;
           }
-          remove_job(self, call.resp);
+          remove_job(self, call.resp, g);
         }
       },
       call.op);
@@ -805,6 +1056,7 @@ caf::behavior job_actor(caf::stateful_actor<job_state>* self, job_settings cfg, 
   st.row = std::move(row);
   st.dir = io::fs::join(st.cfg.state_dir, "jobs/" + st.row.job_id);
   st.output_abs = io::fs::join(st.cfg.state_dir, st.row.output_path);
+  st.shown_live_status = done(self) ? "running" : st.row.status;
   if (run) {
     st.run = std::move(run);
     st.starting = true;
@@ -813,7 +1065,7 @@ caf::behavior job_actor(caf::stateful_actor<job_state>* self, job_settings cfg, 
   return {
       [self](job_call& call) { handle_call(self, call); },
       [self](info_request&) -> job_info {
-        auto& r = self->state.row;
+        auto r = shown_row(self);
         return {r.job_id, r.status, r.created_at, r.started_at, r.ended_at};
       },
       [self](dir_changed& m) {
@@ -826,6 +1078,7 @@ caf::behavior job_actor(caf::stateful_actor<job_state>* self, job_settings cfg, 
             settle(self);
             break;
           }
+        output_may_be_final(self);
         evaluate_waiters(self);
       },
       [self](session_gone& m) {
@@ -838,6 +1091,7 @@ caf::behavior job_actor(caf::stateful_actor<job_state>* self, job_settings cfg, 
         }
         if (st.terminating) finish_terminate(self);
         settle(self);
+        output_may_be_final(self);
         evaluate_waiters(self);
       },
       [self](recover_job& m) { recover(self, m.session_alive); },
@@ -858,6 +1112,33 @@ caf::behavior job_actor(caf::stateful_actor<job_state>* self, job_settings cfg, 
         self->state.finalizer_expired = true;
         settle(self);
       },
+      [self](store_retry_tick&) { retry_store_request(self); },
+      [self](settle_retry&) {
+        self->state.settle_retry_armed = false;
+        settle(self);
+        output_may_be_final(self);
+        evaluate_waiters(self);
+      },
+      [self](remove_retry_tick&) {
+        auto retry = std::move(self->state.remove_retry);
+        self->state.remove_retry = nullptr;
+        if (retry) retry();
+      },
+      [self](answer_deadline& m) { answer_guard_expired(self, m.guard_id); },
+      [self](start_deadline&) {
+        auto& st = self->state;
+        if (!st.run || !st.starting || st.start_failing) return;  // started, or failed
+        st.start_abandoned = true;
+        // Not while a store write is under way: its completion meets start_abandoned.
+        if (!st.busy) start_abandoned(self);
+      },
+      [self](output_final_deadline&) {
+        // The finalizer never marked the pipe's end (killed with a tmux server, say): the
+        // log is final as it is.
+        self->state.output_deadline = true;
+        output_may_be_final(self);
+        evaluate_waiters(self);
+      },
       [self](collect_if_expired& m) {
         auto& st = self->state;
         if (done(self) && st.row.ended_at && *st.row.ended_at <= m.cutoff && !st.busy &&
@@ -866,7 +1147,7 @@ caf::behavior job_actor(caf::stateful_actor<job_state>* self, job_settings cfg, 
       },
       [self](shutdown_jobs&) {
         // Server shutdown: the job keeps running in tmux; open long-polls get what exists.
-        for (auto& w : self->state.waiters) answer_window(self, w, done(self));
+        for (auto& w : self->state.waiters) answer_window(self, w, shown_done(self));
         self->state.waiters.clear();
         self->quit();
       },

@@ -7,6 +7,7 @@
 // on completion, idle flush, a full window or their deadline, whichever comes first.
 #include <chrono>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -57,6 +58,45 @@ struct job_state {
   bool finalizer_timer_armed = false;
   bool finalizer_expired = false;
   int start_attempts = 0;  // starts begun; a start that died with the tmux server is retried
+
+  // "Once an answer says done, its offset is final": a terminal row is reported as done
+  // only when the job's output can no longer grow (output_final in job_actor.cpp). Until
+  // then answers show the job as it was before (`shown_live_status`).
+  bool pipe_attached = false;    // PTY: a pipe-pane sanitizer was (or may have been) started
+  bool gate_opened = false;      // the runner was let go: the script may have printed
+  bool output_settled = false;   // latched once the output is final
+  bool output_deadline = false;  // the bound on waiting for that passed
+  bool output_timer_armed = false;
+  std::string shown_live_status = "created";
+  std::vector<std::function<void()>> when_output_final;
+
+  // A store write that failed for a passing reason (disk full...) is retried until it
+  // succeeds; meanwhile `pending_row` is what it will make of the row, and answers show it.
+  struct store_retry_state {
+    caf::message msg;
+    std::function<void(store_reply&)> then;
+    std::optional<job_row> expected;
+    std::chrono::milliseconds backoff{0};
+  };
+  std::optional<store_retry_state> store_retry;
+  std::optional<job_row> pending_row;
+  bool store_failing = false;  // logged once per failing stretch
+  std::function<void()> remove_retry;  // a delete whose row removal is being retried
+  bool settle_retry_armed = false;     // settle() met unreadable artifacts: try again
+
+  // The start's bound: a start that did not open the gate in time is failed (and its run
+  // answered), so that no client waits on a stuck tmux or store.
+  bool start_abandoned = false;
+  bool start_failing = false;  // fail_start ran: later failures only clean up
+  // Answers that wait on tmux or the store: each gets a 503 at its deadline unless the
+  // step it waits on completed first (answer_deadline).
+  struct guarded_answer {
+    responder resp;
+    std::string outcome;  // what becomes of the request, for the 503's message
+  };
+  std::map<std::uint64_t, guarded_answer> guarded_answers;
+  std::uint64_t start_guard = 0;
+  std::uint64_t next_guard_id = 1;
 
   std::vector<waiter> waiters;
   // Requests that arrived while the job was being removed: answered once the removal is

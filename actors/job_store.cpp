@@ -12,6 +12,12 @@ template <class F>
 store_reply guarded(F f) {
   try {
     return f();
+  } catch (const io::store::db_error& e) {
+    store_reply r;
+    r.ok = false;
+    r.error = e.what();
+    r.transient = e.transient();
+    return r;
   } catch (const std::exception& e) {
     store_reply r;
     r.ok = false;

@@ -130,7 +130,8 @@ struct store_expired {
 // The answer to every store_* request except load_all/expired.
 struct store_reply {
   bool ok = true;
-  std::string error;  // SQLite's message when !ok
+  std::string error;       // SQLite's message when !ok
+  bool transient = false;  // !ok for a reason that passes (disk full, I/O, busy): retry
   bool changed = false;
   std::optional<job_row> row;  // the row after the operation (nullopt: no such row)
 };
@@ -236,6 +237,16 @@ struct terminate_deadline {
   std::uint64_t generation;
 };
 struct finalizer_timeout {};
+struct output_final_deadline {};
+struct store_retry_tick {};
+struct remove_retry_tick {};
+struct settle_retry {};
+struct start_deadline {};
+// An answer that waits on tmux or the store is given a 503 at this deadline, unless the
+// step it waited on completed first.
+struct answer_deadline {
+  std::uint64_t guard_id;
+};
 // Sent to itself by a removed job actor: requests already in its mailbox (forwarded by
 // the registry before it forgot the job) are answered 404 first, then it quits.
 struct retire {};
@@ -283,4 +294,10 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::waiter_tick)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::pipe_ready_timeout)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::terminate_deadline)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::finalizer_timeout)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::output_final_deadline)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::store_retry_tick)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::remove_retry_tick)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::settle_retry)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::start_deadline)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::answer_deadline)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::retire)

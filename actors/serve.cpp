@@ -124,7 +124,9 @@ int serve(const io::config::serve_config& cfg) {
   caf::actor_system sys{sys_cfg};
   auto store = sys.spawn<caf::detached>(job_store, db);
   db.reset();  // the store's thread is the only user from here on
-  auto tmux = sys.spawn(tmux_server, js.tmux_socket, cfg.tmux_env);
+  // Detached: its writes to the control client block while a stopped tmux server does not
+  // read, and that must never hold a scheduler thread.
+  auto tmux = sys.spawn<caf::detached>(tmux_server, js.tmux_socket, cfg.tmux_env);
   auto watcher = sys.spawn(fs_watcher);
   auto registry = sys.spawn(job_registry, js, store, tmux, watcher);
   router_config rcfg{cfg.token};

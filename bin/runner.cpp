@@ -57,8 +57,32 @@ int parent_main(const std::vector<std::string>& args) {
 
 }  // namespace
 
+constexpr const char* kHelp =
+    "Usage: shellctl-runner <job_dir> <job_id> <cwd> [pty|stdio]\n"
+    "       shellctl-runner --exec [--landlock] [--rw CSV] [--ro CSV] [--dev CSV] <script> <cwd>\n"
+    "\n"
+    "Started by tmux for every job of shellctl serve (not for direct use): waits for\n"
+    "<job_dir>/start-gate, runs <job_dir>/script in its sandbox, writes runner-exit-code and\n"
+    "runner-ended-at. Exit codes: the script's; -1 (255) killed by a signal; 111 cannot chdir;\n"
+    "125 setup failed (nothing ran); 126 cannot exec; 127 not found.\n"
+    "\n"
+    "Environment (the server's, never the job's):\n"
+    "  SHELLCTL_ENABLE_PATH_ISOLATION, SHELLCTL_LANDLOCK_RW_PATHS, SHELLCTL_LANDLOCK_RO_PATHS,\n"
+    "  SHELLCTL_LANDLOCK_RW_DEV_PATHS, SHELLCTL_JOB_NAMESPACES   the sandbox (see shellctl --help)\n"
+    "  SHELLCTL_STATE_DIR                                         masked inside every job\n"
+    "  HOME, PATH                                                 the job's defaults\n"
+    "  <job_dir>/.job-env.json                                    the request's environment\n";
+
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.size() == 1 && (args[0] == "--help" || args[0] == "-h" || args[0] == "-help")) {
+    std::fputs(kHelp, stdout);
+    return 0;
+  }
+  if (args.size() == 1 && (args[0] == "--version" || args[0] == "-version")) {
+    std::printf("shellctl-runner %s\n", SHELLCTL_VERSION);
+    return 0;
+  }
   if (!args.empty() && args[0] == "--exec") {
     args.erase(args.begin());
     return child_main(args);

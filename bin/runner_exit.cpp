@@ -20,7 +20,10 @@ void usage() {
                "  -exit-code int\n    \tthe job's exit code\n"
                "  -job-id string\n    \tjob id\n"
                "  -sqlite-busy-timeout-ms int\n    \tSQLite busy timeout (default 5000)\n"
-               "  -state-dir string\n    \tshellctl state directory\n",
+               "  -state-dir string\n    \tshellctl state directory\n"
+               "  -version\n    \tprint the version\n"
+               "\nRun by a PTY job's pipe finalizer: records the runner's exit in "
+               "<state-dir>/shellctl.db.\nEnvironment: none.\n",
                kProg);
 }
 
@@ -93,6 +96,10 @@ int main(int argc, char** argv) {
     const std::string name(a.substr(0, eq));
     if (name == "h" || name == "help") {
       usage();
+      return 0;
+    }
+    if (name == "version") {
+      std::printf("%s %s\n", kProg, SHELLCTL_VERSION);
       return 0;
     }
     const bool known = name == "state-dir" || name == "job-id" || name == "ended-at" ||

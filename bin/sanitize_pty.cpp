@@ -18,7 +18,12 @@ namespace {
 constexpr const char* kProg = "shellctl-sanitize-pty";
 
 void usage(FILE* f) {
-  std::fprintf(f, "Usage of %s:\n  -ready-file string\n    \tfile created before reading stdin\n",
+  std::fprintf(f,
+               "Usage of %s:\n  -ready-file string\n    \tfile created before reading stdin\n"
+               "  -version\n    \tprint the version\n"
+               "\nRun by tmux pipe-pane for every PTY job of shellctl serve: turns terminal output\n"
+               "(stdin) into plain UTF-8 lines (stdout). Exit 0 at EOF, 1 on an I/O error.\n"
+               "Environment: none.\n",
                kProg);
 }
 
@@ -42,6 +47,10 @@ int main(int argc, char** argv) {
     const std::string_view name = a.substr(0, eq);
     if (name == "h" || name == "help") {
       usage(stderr);
+      return 0;
+    }
+    if (name == "version") {
+      std::printf("%s %s\n", kProg, SHELLCTL_VERSION);
       return 0;
     }
     if (name != "ready-file") {

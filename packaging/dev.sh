@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
 # One entry point for a fresh Debian 12 machine (see README "Set-up"):
-#   bash packaging/dev.sh serve   install what is missing, build, start shellctl serve
-#   bash packaging/dev.sh test    install what is missing, build, run every test + fuzzers
+#   bash packaging/dev.sh serve [--no-auth] [shellctl serve flags...]
+#        install what is missing, build, start shellctl serve on 127.0.0.1:8765 with its
+#        state in ./state; auth is on with a generated token (printed once) unless --token,
+#        SHELLCTL_AUTH_TOKEN or --no-auth says otherwise; other flags go to shellctl serve
+#   bash packaging/dev.sh test
+#        install what is missing, build, run every test (twice for the end-to-end suites:
+#        once as is, once with every core busy under a nohup-style parent) and the fuzzers
 # Installs only Debian packages; everything else is in this repository.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -9,7 +14,7 @@ cd "$(dirname "$0")/.."
 BUILD_DEPS=(meson ninja-build pkg-config g++ libcaf-dev libuv1-dev node-llhttp libsqlite3-dev
   libsimdjson-dev libzstd-dev libarchive-dev doctest-dev libseccomp-dev libcap-dev)
 RUN_DEPS=(tmux zstd python3 sqlite3 util-linux procps passwd)
-TEST_DEPS=(clang libclang-rt-14-dev wrk nginx-light)
+TEST_DEPS=(clang libclang-rt-14-dev wrk nginx-light strace gdb)
 
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 
@@ -18,48 +23,110 @@ install_missing() {
   for p in "$@"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
-  if [ ${#missing[@]} -gt 0 ]; then
-    echo "installing: ${missing[*]}"
-    as_root apt-get update -qq
-    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-      "${missing[@]}"
+  [ ${#missing[@]} -gt 0 ] || return 0
+  local log="${TMPDIR:-/tmp}/shellctl-apt.log"
+  echo "installing ${#missing[@]} Debian packages (a minute or two; log: $log): ${missing[*]}"
+  if ! { as_root apt-get update -qq &&
+         as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+           --no-install-recommends "${missing[@]}"; } >"$log" 2>&1; then
+    tail -n 40 "$log"
+    echo "apt-get failed (whole log: $log)" >&2
+    exit 1
   fi
 }
 
 build() {
   # Warnings are errors: the tree is kept clean at -Wall -Wextra with gcc and clang.
-  [ -f build/build.ninja ] || meson setup build -Dwerror=true
-  ninja -C build
+  if [ ! -f build/build.ninja ]; then
+    echo "configuring build/ (meson)"
+    meson setup build -Dwerror=true >/dev/null
+  fi
+  echo "building (ninja -C build; a few minutes the first time)"
+  ninja -C build | grep -v "^\[" || true
+  [ -x build/bin/shellctl ] || { echo "build failed" >&2; exit 1; }
 }
 
-case "${1:-}" in
-  serve)
-    install_missing "${BUILD_DEPS[@]}" "${RUN_DEPS[@]}"
-    build
-    # State lives in ./state (database, job files, tmux socket); nothing needs root.
-    exec ./build/bin/shellctl serve --listen "${SHELLCTL_LISTEN:-127.0.0.1:8765}" --state-dir ./state
-    ;;
-  test)
-    install_missing "${BUILD_DEPS[@]}" "${RUN_DEPS[@]}" "${TEST_DEPS[@]}"
-    build
-    rc=0
-    meson test -C build --print-errorlogs --num-processes 1 || rc=$?
-    # One plain summary line for CI, counted from meson's own log.
-    python3 - <<'PY'
-import json
+# The end-to-end suites, optionally under load. Every result is counted from meson's log.
+run_suites() {
+  local name=$1
+  shift
+  local rc=0
+  meson test -C build --print-errorlogs --num-processes 1 "$@" || rc=$?
+  python3 - "$name" <<'PY'
+import json, sys
 passed = failed = skipped = 0
 for line in open("build/meson-logs/testlog.json"):
     r = json.loads(line)["result"]
     if r in ("OK", "EXPECTEDFAIL"): passed += 1
     elif r == "SKIP": skipped += 1
     else: failed += 1
-print(f"{passed} passed, {failed} failed, {skipped} skipped")
+print(f"{sys.argv[1]}: {passed} passed, {failed} failed, {skipped} skipped")
 PY
-    [ "$rc" -eq 0 ] || exit "$rc"
+  return "$rc"
+}
+
+case "${1:-}" in
+  serve)
+    shift
+    install_missing "${BUILD_DEPS[@]}" "${RUN_DEPS[@]}"
+    build
+    args=() have_listen=0 have_state=0 have_token=0 no_auth=0
+    for a in "$@"; do
+      case "$a" in
+        --no-auth) no_auth=1; continue ;;
+        -listen|--listen|-listen=*|--listen=*) have_listen=1 ;;
+        -state-dir|--state-dir|-state-dir=*|--state-dir=*) have_state=1 ;;
+        -token|--token|-token=*|--token=*) have_token=1 ;;
+      esac
+      args+=("$a")
+    done
+    [ $have_listen -eq 1 ] || args+=(--listen "${SHELLCTL_LISTEN:-127.0.0.1:8765}")
+    # State (database, job files, tmux socket) lives in ./state; nothing needs root.
+    [ $have_state -eq 1 ] || args+=(--state-dir ./state)
+    if [ $no_auth -eq 1 ]; then
+      unset SHELLCTL_AUTH_TOKEN
+      [ $have_token -eq 0 ] || { echo "--no-auth and --token contradict each other" >&2; exit 2; }
+    elif [ $have_token -eq 0 ] && [ -z "${SHELLCTL_AUTH_TOKEN:-}" ]; then
+      SHELLCTL_AUTH_TOKEN=$(head -c 24 /dev/urandom | base64 | tr -d '/+=')
+      export SHELLCTL_AUTH_TOKEN
+      echo "auth token (send it as 'Authorization: Bearer <token>'; shown only now):"
+      echo "  $SHELLCTL_AUTH_TOKEN"
+    fi
+    echo "stop with Ctrl-C: jobs keep running in tmux (README \"Stopping and cleaning up\")"
+    exec ./build/bin/shellctl serve "${args[@]}"
+    ;;
+  test)
+    install_missing "${BUILD_DEPS[@]}" "${RUN_DEPS[@]}" "${TEST_DEPS[@]}"
+    build
+    run_suites "all suites"
+    # Stress mode: the end-to-end suites again with every core busy (bounded hogs, stopped
+    # when the pass ends) and SIGHUP ignored, as under nohup: a flaky test is a bug.
+    echo "stress pass: end-to-end suites with $(nproc) CPU hogs, SIGHUP ignored"
+    hogs=()
+    for _ in $(seq "$(nproc)"); do
+      timeout 3600 sh -c 'while :; do :; done' &
+      hogs+=($!)
+    done
+    stress_rc=0
+    nohup_log=build/meson-logs/stress-pass.log
+    ( trap '' HUP; exec bash -c \
+        'meson test -C build --print-errorlogs --num-processes 1 --suite e2e' ) \
+      >"$nohup_log" 2>&1 || stress_rc=$?
+    kill "${hogs[@]}" 2>/dev/null || true
+    wait "${hogs[@]}" 2>/dev/null || true
+    grep -E "^ *[0-9]+/[0-9]+ " "$nohup_log" || true
+    if [ "$stress_rc" -ne 0 ]; then
+      grep -E -B2 -A25 "^(FAIL|ERROR):" "$nohup_log" | head -n 200 || true
+      echo "stress pass FAILED (log: $nohup_log)" >&2
+      exit 1
+    fi
+    echo "stress pass passed"
     # The whole tree again with clang (warnings are errors there too), then the libFuzzer
-    # targets over the HTTP front, the JSON decoder and the tmux quoting: bounded runs, any crash fails.
-    [ -f build-fuzz/build.ninja ] || CC=clang CXX=clang++ meson setup build-fuzz -Dfuzz=true -Dwerror=true
-    ninja -C build-fuzz
+    # targets over the HTTP front, the JSON decoder and the tmux quoting: bounded runs, any
+    # crash fails.
+    [ -f build-fuzz/build.ninja ] || CC=clang CXX=clang++ meson setup build-fuzz -Dfuzz=true -Dwerror=true >/dev/null
+    echo "building with clang (build-fuzz/)"
+    ninja -C build-fuzz | grep -v "^\[" || true
     for f in http json tmux; do
       corpus=$(mktemp -d)
       seeds=tests/fuzz/$f/corpus
@@ -78,7 +145,8 @@ PY
     echo "all tests and fuzzers passed"
     ;;
   *)
-    echo "usage: bash packaging/dev.sh serve|test" >&2
+    echo "usage: bash packaging/dev.sh serve [--no-auth] [shellctl serve flags...]" >&2
+    echo "       bash packaging/dev.sh test" >&2
     exit 2
     ;;
 esac

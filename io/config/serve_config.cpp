@@ -1,5 +1,8 @@
 #include "io/config/serve_config.hpp"
 
+#include <sys/resource.h>
+
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
@@ -21,6 +24,27 @@ const char* usage_text =
     "    \tstate directory (default $XDG_DATA_HOME/shellctl or ~/.local/share/shellctl)\n"
     "  -token string\n"
     "    \tbearer token (default $SHELLCTL_AUTH_TOKEN)\n";
+
+const char* environment_text =
+    "\nEnvironment:\n"
+    "  SHELLCTL_AUTH_TOKEN              bearer token when -token is empty (empty: auth off)\n"
+    "  SHELLCTL_ENABLE_PATH_ISOLATION   \"true\" or unset: jobs are sandboxed (Landlock and an\n"
+    "                                   own root); anything else: no path isolation\n"
+    "  SHELLCTL_LANDLOCK_RW_PATHS       extra read-write directories for jobs (comma list)\n"
+    "  SHELLCTL_LANDLOCK_RO_PATHS       read-only+exec directories (default /usr,/bin,/sbin,\n"
+    "                                   /lib,/lib64,/etc,/proc,/opt/dify-agent-tools,\n"
+    "                                   /opt/homebrew,/snap)\n"
+    "  SHELLCTL_LANDLOCK_RW_DEV_PATHS   device files jobs may use (default /dev/null,/dev/zero,\n"
+    "                                   /dev/urandom,/dev/random,/dev/tty)\n"
+    "  SHELLCTL_JOB_NAMESPACES          \"auto\" (default) or \"off\" (needs isolation off)\n"
+    "  SHELLCTL_RESULT_RETENTION        keep finished jobs this long (Go duration, default 24h)\n"
+    "  SHELLCTL_GC_INTERVAL             retention sweep interval (default 60s)\n"
+    "  SHELLCTL_SNAPSHOT_TIMEOUT        snapshot I/O deadline (default 45s)\n"
+    "  SHELLCTL_HTTP_MAX_CONNECTIONS    open connections (default half the fd limit, <= 1024)\n"
+    "  SHELLCTL_HTTP_MAX_BUFFERED_BYTES request bytes held at once (default 268435456)\n"
+    "  HOME, XDG_DATA_HOME              default state dir and the jobs' default HOME and cwd\n"
+    "  PATH                             where tmux and the helper binaries are found\n"
+    "\nshellctl runs jobs in tmux for AI agents over HTTP; see README.md.\n";
 
 bool blank(const std::string& s) {
   for (unsigned char c : s)
@@ -66,6 +90,14 @@ bool count_setting(const std::map<std::string, std::string>& env, const char* na
   return true;
 }
 
+// Half the descriptors may go to connections, the rest stays for jobs, tmux and SQLite:
+// idle connections must not starve the server of what it needs to settle jobs.
+std::size_t default_max_connections() {
+  struct rlimit rl {};
+  if (::getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return 1024;
+  return std::min<std::size_t>(1024, std::max<std::size_t>(16, rl.rlim_cur / 2));
+}
+
 bool parse_listen(const std::string& addr, serve_config& out, std::string& message) {
   auto colon = addr.rfind(':');
   if (colon == std::string::npos) {
@@ -101,7 +133,16 @@ parse_result parse_serve(int argc, char** argv, char** envp, serve_config& out,
     // D10: the tmux server (and so every job) never sees our TMUX* or SHELLCTL_* names.
     if (kv.rfind("TMUX", 0) != 0 && kv.rfind("SHELLCTL_", 0) != 0) out.tmux_env.push_back(kv);
   }
-  if (argc < 2 || std::string(argv[1]) != "serve") {
+  const std::string first = argc >= 2 ? argv[1] : "";
+  if (first == "--version" || first == "-version" || first == "version") {
+    message = std::string("shellctl ") + SHELLCTL_VERSION + "\n";
+    return parse_result::exit_ok;
+  }
+  if (first == "--help" || first == "-help" || first == "-h" || first == "help") {
+    message = std::string(usage_text) + environment_text;
+    return parse_result::exit_ok;
+  }
+  if (first != "serve") {
     message = "Usage: shellctl serve [flags]\n";
     return parse_result::exit_ok;
   }
@@ -121,7 +162,7 @@ parse_result parse_serve(int argc, char** argv, char** envp, serve_config& out,
       name = name.substr(0, eq);
     }
     if (name == "h" || name == "help") {
-      message = usage_text;
+      message = std::string(usage_text) + environment_text;
       return parse_result::exit_ok;
     }
     if (name == "require-auth-token") {
@@ -179,6 +220,7 @@ parse_result parse_serve(int argc, char** argv, char** envp, serve_config& out,
     return parse_result::exit_config_error;
   }
 
+  out.max_connections = default_max_connections();
   if (!duration_setting(env, "SHELLCTL_SNAPSHOT_TIMEOUT", out.snapshot_timeout, message) ||
       !duration_setting(env, "SHELLCTL_RESULT_RETENTION", out.retention, message) ||
       !duration_setting(env, "SHELLCTL_GC_INTERVAL", out.gc_interval, message) ||

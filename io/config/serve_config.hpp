@@ -23,8 +23,8 @@ struct serve_config {
   std::chrono::nanoseconds gc_interval = std::chrono::seconds(60);
   // Path-isolation settings the runner receives (decision D7): only those that are set.
   std::vector<std::pair<std::string, std::string>> isolation_env;
-  // HTTP front bounds (guarantee G5): SHELLCTL_HTTP_MAX_CONNECTIONS and
-  // SHELLCTL_HTTP_MAX_BUFFERED_BYTES (positive integers).
+  // HTTP front bounds (guarantee G5): SHELLCTL_HTTP_MAX_CONNECTIONS (default: half the
+  // descriptor limit, at most 1024) and SHELLCTL_HTTP_MAX_BUFFERED_BYTES (positive integers).
   std::size_t max_connections = 1024;
   std::size_t max_buffered_bytes = 256u << 20;
   bool isolation = true;   // SHELLCTL_ENABLE_PATH_ISOLATION: unset or exactly "true"

@@ -86,19 +86,27 @@ bool is_dir(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-std::string read_small_file(const std::string& path) {
+read_result read_small_file_checked(const std::string& path, std::string& out) {
+  out.clear();
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return {};
-  std::string out;
+  if (fd < 0) return errno == ENOENT || errno == ENOTDIR ? read_result::missing : read_result::error;
   char buf[4096];
+  read_result result = read_result::ok;
   for (;;) {
     ssize_t n = ::read(fd, buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
+    if (n < 0) result = read_result::error;
     if (n <= 0) break;
     out.append(buf, static_cast<size_t>(n));
     if (out.size() > (1u << 20)) break;
   }
   ::close(fd);
+  return result;
+}
+
+std::string read_small_file(const std::string& path) {
+  std::string out;
+  read_small_file_checked(path, out);
   return out;
 }
 

@@ -20,6 +20,10 @@ bool is_dir(const std::string& path);
 bool non_empty_file(const std::string& path);
 // Whole file, or "" when unreadable.
 std::string read_small_file(const std::string& path);
+// Whole file into `out`, telling "not there" from "could not be read" (out of descriptors,
+// I/O error): only the first is evidence about the file.
+enum class read_result { ok, missing, error };
+read_result read_small_file_checked(const std::string& path, std::string& out);
 // rm -rf; errors ignored (best effort, as the original).
 void remove_tree(const std::string& path);
 // rm -rf of a directory that other processes may still write into by path (a job's pipe

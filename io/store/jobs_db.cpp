@@ -35,7 +35,7 @@ class statement {
  public:
   statement(sqlite3* db, const std::string& sql) : db_(db) {
     if (sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt_, nullptr) != SQLITE_OK)
-      throw db_error(sqlite3_errmsg(db));
+      throw db_error(sqlite3_errmsg(db), sqlite3_extended_errcode(db));
   }
   ~statement() { sqlite3_finalize(stmt_); }
   statement(const statement&) = delete;
@@ -62,7 +62,7 @@ class statement {
     int rc = sqlite3_step(stmt_);
     if (rc == SQLITE_ROW) return true;
     if (rc == SQLITE_DONE) return false;
-    throw db_error(sqlite3_errmsg(db_));
+    throw db_error(sqlite3_errmsg(db_), sqlite3_extended_errcode(db_));
   }
   int step_rc() { return sqlite3_step(stmt_); }
   std::string text(int col) const {
@@ -81,7 +81,7 @@ class statement {
 
  private:
   void check(int rc) {
-    if (rc != SQLITE_OK) throw db_error(sqlite3_errmsg(db_));
+    if (rc != SQLITE_OK) throw db_error(sqlite3_errmsg(db_), sqlite3_extended_errcode(db_));
   }
   sqlite3* db_;
   sqlite3_stmt* stmt_ = nullptr;
@@ -172,8 +172,9 @@ void jobs_db::exec(const char* sql) {
   char* err = nullptr;
   if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
     std::string msg = err ? err : sqlite3_errmsg(db_);
+    const int code = sqlite3_extended_errcode(db_);
     sqlite3_free(err);
-    throw db_error(msg);
+    throw db_error(msg, code);
   }
 }
 
@@ -203,7 +204,7 @@ bool jobs_db::insert(const job_row& r) {
   int rc = s.step_rc();
   if (rc == SQLITE_DONE) return true;
   if ((rc & 0xff) == SQLITE_CONSTRAINT) return false;
-  throw db_error(sqlite3_errmsg(db_));
+  throw db_error(sqlite3_errmsg(db_), sqlite3_extended_errcode(db_));
 }
 
 std::optional<job_row> jobs_db::get(const std::string& job_id) {
@@ -219,6 +220,54 @@ std::vector<job_row> jobs_db::list_all() {
   std::vector<job_row> rows;
   while (s.step()) rows.push_back(read_row(s));
   return rows;
+}
+
+bool db_error::transient() const {
+  switch (code & 0xff) {
+    case SQLITE_FULL:
+    case SQLITE_IOERR:
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+    case SQLITE_NOMEM:
+    case SQLITE_CANTOPEN:
+    case SQLITE_READONLY:
+    case SQLITE_PROTOCOL:
+      return true;
+    default:
+      return false;
+  }
+}
+
+std::optional<job_row> preview_apply(const job_row& row, const transition& t,
+                                     const std::string& now) {
+  bool allowed = false;
+  for (const auto& a : t.allowed) allowed = allowed || a == row.status;
+  if (!allowed || (t.require_exit_code_null && row.exit_code)) return std::nullopt;
+  job_row r = row;
+  r.status = t.target;
+  r.updated_at = now;
+  r.reason = t.reason;
+  r.message = t.message;
+  if ((t.target == "starting" || t.target == "running") && !r.started_at) r.started_at = now;
+  if (is_terminal_status(t.target)) {
+    if (!r.ended_at) r.ended_at = t.ended_at.value_or(now);
+    if (!r.exit_code) r.exit_code = 0;
+  }
+  return r;
+}
+
+std::optional<job_row> preview_record_exit(const job_row& row, std::int64_t code,
+                                           const std::string& ended_at) {
+  if (row.status != "created" && row.status != "starting" && row.status != "running")
+    return std::nullopt;
+  job_row r = row;
+  r.status = "exited";
+  r.exit_code = code;
+  if (!r.ended_at) r.ended_at = ended_at;
+  r.updated_at = ended_at;
+  r.reason.reset();
+  r.message.reset();
+  return r;
 }
 
 bool jobs_db::apply(const std::string& job_id, const transition& t, const std::string& now) {

@@ -13,7 +13,12 @@
 namespace shellctl::io::store {
 
 struct db_error : std::runtime_error {
-  using std::runtime_error::runtime_error;
+  explicit db_error(const std::string& what, int sqlite_code = 0)
+      : std::runtime_error(what), code(sqlite_code) {}
+  int code;  // SQLite's (extended) result code; 0 when not from SQLite
+  // A condition that goes away by itself (disk full, I/O error, busy, out of memory): the
+  // write is worth retrying as it is.
+  bool transient() const;
 };
 
 struct job_row {
@@ -49,6 +54,14 @@ struct transition {
 };
 
 enum class record_result { recorded, already_terminal, not_found };
+
+// What jobs_db::apply / record_exit_server would make of `row`, computed in memory by the
+// same rules (nullopt: the compare-and-swap would not match). Lets a job show what it
+// knows while a failing write is retried.
+std::optional<job_row> preview_apply(const job_row& row, const transition& t,
+                                     const std::string& now);
+std::optional<job_row> preview_record_exit(const job_row& row, std::int64_t code,
+                                           const std::string& ended_at);
 
 class jobs_db {
  public:

@@ -95,6 +95,31 @@ class EdgeTest(SharedServerTestCase):
         self.assert_error(s, "GET", f"/v1/jobs/{jid}", None, 404, "job_not_found")
         self.assertFalse(os.path.exists(os.path.join(s.state_dir, "jobs", jid)))
 
+    def test_done_offsets_are_final_terminate_200_times(self):
+        """Once any answer says done, the log no longer grows: the ^C echo and whatever the
+        job prints while it ends are in it before terminate (or a waiting long-poll)
+        answers."""
+        s = self.server
+        for i in range(200):
+            jid = s.run(f"trap 'echo trapped-{i}; exit 3' INT; echo before; sleep 300",
+                        timeout=0.05)["job_id"]
+            r = s.wait(jid, 0, timeout=10, idle_flush_seconds=0.01)
+            while "before\n" not in r["output"]:
+                r = s.wait(jid, 0, timeout=10, idle_flush_seconds=0.01)
+            size_now = r["offset"]
+            waiter, box = self.in_thread(lambda: s.wait(jid, size_now, timeout=30))
+            v = s.ok("POST", f"/v1/jobs/{jid}/terminate", {"grace_seconds": 5}, timeout=60)
+            waiter.join(60)
+            path = os.path.join(s.state_dir, "jobs", jid, "output.log")
+            self.assertEqual((v["status"], v["done"]), ("terminated", True), v)
+            self.assertEqual(v["offset"], os.path.getsize(path), (i, v))
+            w = box["value"]
+            if w["done"]:
+                self.assertEqual(w["offset"], v["offset"], (i, w, v))
+            time.sleep(0.02 if i % 20 else 0.3)
+            self.assertEqual(os.path.getsize(path), v["offset"], f"round {i}: the log grew")
+            s.ok("DELETE", f"/v1/jobs/{jid}")
+
     def test_terminate_grace_zero_and_negative(self):
         s = self.server
         for grace in (0, -5):

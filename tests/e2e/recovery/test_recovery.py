@@ -351,7 +351,8 @@ class KillDuringStartTest(RecoveryCase):
 
     def test_tmux_stalled_during_start(self):
         """The tmux server is stopped while a run is being started; the shellctl server is
-        SIGKILLed, tmux continues. The restart settles the job: it runs or is lost."""
+        SIGKILLed, tmux continues. The restart settles the job: it ran, or its start was
+        interrupted before the gate (the script never ran: failed/start_failed)."""
         s = self.server
         s.run_to_completion("true")
         tmux_pid = int(s.tmux("display-message", "-p", "#{pid}").stdout.strip())
@@ -376,7 +377,7 @@ class KillDuringStartTest(RecoveryCase):
             if res["status"] == "exited":
                 self.assertEqual((res["exit_code"], out), (8, "stalled\n"))
             else:
-                self.assertEqual((res["status"], out), ("lost", ""))
+                self.assertEqual((res["status"], out), ("failed", ""))
         else:
             self.assertEqual(code, 404)
         self.assert_settled_everywhere()
