@@ -662,6 +662,29 @@ void start_session(self_ptr self) {
 
 // The registry has forgotten the job: everything still waiting learns it is gone. Requests
 // the registry forwarded before that are ahead of `retire` in the mailbox and get 404 too.
+// Before the actor quits, every answer it still holds is given: a responder destroyed
+// unanswered reaches its client as "request was dropped without an answer".
+void answer_everything_held(self_ptr self, std::string_view why) {
+  auto& st = self->state;
+  // Continuations first: they answer (terminate, forced delete) with the last row.
+  auto after_final = std::move(st.when_output_final);
+  st.when_output_final.clear();
+  st.output_deadline = true;
+  for (auto& c : after_final) c();
+  auto after_term = std::move(st.after_terminate);
+  st.after_terminate.clear();
+  for (auto& c : after_term) c();
+  if (st.run) {
+    // A start cut short (a forced delete, a shutdown): the job's result as it stands.
+    io::text::output_window empty{"", 0, false};
+    st.run->resp.send(json_response(200, job_result_json(shown_row(self), st.output_abs, empty)));
+    st.run.reset();
+  }
+  for (auto& [id, g] : st.guarded_answers)
+    reply_error(g.resp, 503, "unavailable", std::string(why));  // a no-op when answered
+  st.guarded_answers.clear();
+}
+
 void finish_removal(self_ptr self) {
   auto& st = self->state;
   st.removed = true;
@@ -669,6 +692,7 @@ void finish_removal(self_ptr self) {
   st.waiters.clear();
   for (auto& call : st.during_removal) reply_error(call.resp, 404, "job_not_found", "Unknown job id");
   st.during_removal.clear();
+  answer_everything_held(self, "the job was removed");
   self->send(self, retire{});
 }
 
@@ -1063,7 +1087,16 @@ caf::behavior job_actor(caf::stateful_actor<job_state>* self, job_settings cfg, 
     begin_run(self);
   }
   return {
-      [self](job_call& call) { handle_call(self, call); },
+      [self](job_call& call) {
+        // An exception must not end the actor: every request queued to it would be
+        // dropped unanswered. This one gets a 500 instead.
+        auto resp = call.resp;
+        try {
+          handle_call(self, call);
+        } catch (const std::exception& e) {
+          reply_internal(resp, e.what());
+        }
+      },
       [self](info_request&) -> job_info {
         auto r = shown_row(self);
         return {r.job_id, r.status, r.created_at, r.started_at, r.ended_at};
@@ -1149,6 +1182,10 @@ caf::behavior job_actor(caf::stateful_actor<job_state>* self, job_settings cfg, 
         // Server shutdown: the job keeps running in tmux; open long-polls get what exists.
         for (auto& w : self->state.waiters) answer_window(self, w, shown_done(self));
         self->state.waiters.clear();
+        answer_everything_held(self, "the server is shutting down");
+        for (auto& call : self->state.during_removal)
+          reply_error(call.resp, 503, "unavailable", "the server is shutting down");
+        self->state.during_removal.clear();
         self->quit();
       },
   };

@@ -191,7 +191,14 @@ void remove_orphan_dirs(self_ptr self, const std::vector<job_row>& rows) {
 // Serving: every job exists as an actor; requests go straight to them.
 caf::behavior serving(self_ptr self) {
   return {
-      [self](run_call& call) { admit(self, call); },
+      [self](run_call& call) {
+        auto resp = call.resp;
+        try {
+          admit(self, call);
+        } catch (const std::exception& e) {
+          resp.send(error_response(500, "internal_error", e.what()));
+        }
+      },
       [self](job_call& call) {
         auto it = self->state.jobs.find(call.job_id);
         if (it == self->state.jobs.end()) {

@@ -218,6 +218,9 @@ void dispatch(caf::event_based_actor* self, const router_config& cfg, const caf:
     }
   } catch (const bad_request& e) {
     call.resp.send(error_response(e.status, e.code, e.message));
+  } catch (const std::exception& e) {
+    // Never let the router die: every request behind this one would go unanswered.
+    call.resp.send(error_response(500, "internal_error", e.what()));
   }
 }
 

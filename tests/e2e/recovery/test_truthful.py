@@ -237,6 +237,94 @@ class CrashDuringStartsTest(unittest.TestCase):
             s.reap()
 
 
+class WrappedSanitizerServer(Server):
+    """A server whose shellctl-sanitize-pty is a shell wrapper (`before` runs before the
+    real sanitizer, `after` once it exited): its own copy of shellctl in a temp bin dir,
+    since helpers are found next to the executable."""
+
+    def __init__(self, before="", after="", **kw):
+        import harness
+        import shutil
+        self.bin_dir = tempfile.mkdtemp(prefix="shellctl-wrapbin-")
+        real = os.path.abspath(harness.BIN_DIR)
+        shutil.copy2(harness.SHELLCTL, os.path.join(self.bin_dir, "shellctl"))
+        for name in ("shellctl-runner", "shellctl-runner-exit"):
+            os.symlink(os.path.join(real, name), os.path.join(self.bin_dir, name))
+        wrapper = os.path.join(self.bin_dir, "shellctl-sanitize-pty")
+        with open(wrapper, "w") as f:
+            f.write(f"#!/bin/sh\n{before}\n'{real}/shellctl-sanitize-pty' \"$@\"\ns=$?\n"
+                    f"{after}\nexit $s\n")
+        os.chmod(wrapper, 0o755)
+        super().__init__(**kw)
+
+    def command(self):
+        cmd = super().command()
+        cmd[0] = os.path.join(self.bin_dir, "shellctl")
+        return cmd
+
+    def close(self):
+        import shutil
+        try:
+            super().close()
+            self.reap()
+        finally:
+            shutil.rmtree(self.bin_dir, ignore_errors=True)
+
+
+class NoDroppedAnswersTest(unittest.TestCase):
+    """No request is dropped without its answer, whatever removes the job meanwhile."""
+
+    def in_thread(self, fn):
+        box = {}
+
+        def run():
+            try:
+                box["value"] = fn()
+            except Exception as e:  # noqa: BLE001
+                box["error"] = e
+        t = threading.Thread(target=run)
+        t.start()
+        return t, box
+
+    def assert_not_dropped(self, answer):
+        status, _, body = answer
+        self.assertFalse(status == 500 and "dropped" in str(body), body)
+        return status, body
+
+    def test_delete_while_terminate_waits_for_the_output(self):
+        s = WrappedSanitizerServer(after="sleep 1.5")  # the pipe finalizes late
+        try:
+            jid = s.run("echo up; sleep 300", timeout=0.5)["job_id"]
+            term, box = self.in_thread(lambda: s.request(
+                "POST", f"/v1/jobs/{jid}/terminate", {"grace_seconds": 5}, timeout=60))
+            time.sleep(0.6)  # terminated in the store; its answer waits for the pipe
+            st, body = self.assert_not_dropped(s.request("DELETE", f"/v1/jobs/{jid}", timeout=60))
+            self.assertIn(st, (200, 409), body)
+            term.join(60)
+            st, body = self.assert_not_dropped(box["value"])
+            self.assertEqual((st, body["status"], body["done"]), (200, "terminated", True), body)
+        finally:
+            s.close()
+
+    def test_forced_delete_during_a_start(self):
+        s = WrappedSanitizerServer(before="sleep 3")  # the pipe reports ready late
+        try:
+            run, box = self.in_thread(lambda: s.request(
+                "POST", "/v1/jobs/run", {"script": "echo never", "timeout": 5}, timeout=60))
+            jobs_dir = os.path.join(s.state_dir, "jobs")
+            (jid,) = wait_until(lambda: os.listdir(jobs_dir), 30, 0.01, "the job directory")
+            st, body = self.assert_not_dropped(
+                s.request("DELETE", f"/v1/jobs/{jid}?force=true&grace_seconds=1", timeout=60))
+            self.assertEqual((st, body), (200, {"job_id": jid, "deleted": True}))
+            run.join(60)
+            st, body = self.assert_not_dropped(box["value"])
+            self.assertEqual(st, 200, body)
+            self.assertTrue(body["done"], body)
+            self.assertNotIn("never", body["output"])
+        finally:
+            s.close()
+
+
 class IgnoredSighupTest(unittest.TestCase):
     """A server started with SIGHUP ignored (nohup): its jobs still get the default
     disposition, so hanging them up works."""
