@@ -55,6 +55,9 @@ int main(int argc, char** argv) {
     case parse_result::exit_ok:
       std::fputs(message.c_str(), stderr);
       return 0;
+    case parse_result::print_version:
+      std::fputs(message.c_str(), stdout);
+      return 0;
     case parse_result::exit_usage_error:
       std::fputs(message.c_str(), stderr);
       return 2;

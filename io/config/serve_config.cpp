@@ -136,7 +136,7 @@ parse_result parse_serve(int argc, char** argv, char** envp, serve_config& out,
   const std::string first = argc >= 2 ? argv[1] : "";
   if (first == "--version" || first == "-version" || first == "version") {
     message = std::string("shellctl ") + SHELLCTL_VERSION + "\n";
-    return parse_result::exit_ok;
+    return parse_result::print_version;
   }
   if (first == "--help" || first == "-help" || first == "-h" || first == "help") {
     message = std::string(usage_text) + environment_text;

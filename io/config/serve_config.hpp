@@ -34,7 +34,9 @@ struct serve_config {
   std::vector<std::string> tmux_env;
 };
 
-enum class parse_result { run, exit_ok, exit_usage_error, exit_config_error };
+// exit_ok prints `message` on stderr (usage, as Go's flag package does); print_version on
+// stdout.
+enum class parse_result { run, exit_ok, print_version, exit_usage_error, exit_config_error };
 
 // Parses argv and the environment. On anything but `run`, `message` holds what to print
 // on stderr (usage or "shellctl: config: ...").

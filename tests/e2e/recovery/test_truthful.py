@@ -325,6 +325,41 @@ class NoDroppedAnswersTest(unittest.TestCase):
             s.close()
 
 
+class TmuxMemoryBoundTest(unittest.TestCase):
+    """What one job can make the shared tmux server hold is bounded: the terminal is at
+    most 4096x4096 and tmux keeps no scrollback (output lives in output.log). The landed
+    build let a 10000x10000 job with 150 MB of output pin 700 MB in tmux."""
+
+    def test_largest_screen_and_a_flood_of_output(self):
+        s = Server()
+        try:
+            tmux_pid = int(s.tmux("display-message", "-p", "#{pid}").stdout.strip())
+
+            def rss_mib():
+                with open(f"/proc/{tmux_pid}/status") as f:
+                    return int([l for l in f if l.startswith("VmRSS:")][0].split()[1]) / 1024
+            st, _, body = s.request("POST", "/v1/jobs/run", {
+                "script": "true", "terminal": {"cols": 10000, "rows": 10000}})
+            self.assertEqual((st, body["error"]["code"]), (422, "validation_error"))
+            self.assertEqual(s.tmux("show-options", "-gv", "history-limit").stdout.strip(), "0")
+            r = s.run("head -c 150000000 /dev/urandom | base64 -w 4000", timeout=0.5,
+                      terminal={"cols": 4096, "rows": 4096}, output_limit=1000)
+            peak = 0.0
+            while True:
+                peak = max(peak, rss_mib())
+                code, st_body = s.status(r["job_id"])
+                if st_body["done"]:
+                    break
+                time.sleep(0.1)
+            print(f"tmux peak RSS {peak:.0f} MiB for a 4096x4096 job printing "
+                  f"{st_body['offset'] >> 20} MiB")
+            self.assertGreater(st_body["offset"], 150_000_000)
+            self.assertLess(peak, 200)
+        finally:
+            s.close()
+            s.reap()
+
+
 class IgnoredSighupTest(unittest.TestCase):
     """A server started with SIGHUP ignored (nohup): its jobs still get the default
     disposition, so hanging them up works."""
