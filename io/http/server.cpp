@@ -547,7 +547,7 @@ struct server::impl {
     // A chunked body announces nothing: it is counted as it arrives.
     if (c->parser.in_message() && !c->stop_reading &&
         !reserve(c, c->parser.body_bytes())) {
-      reject_head(c, 503, "server_busy", "too many request bytes buffered; retry later");
+      queue_error(c, 503, "server_busy", "too many request bytes buffered; retry later");
       return;
     }
     if (c->pending.size() >= kMaxPending && !c->read_paused && !c->stop_reading) {
@@ -577,19 +577,11 @@ struct server::impl {
     }
     if (!reserve(c, static_cast<std::size_t>(std::min<std::uint64_t>(
                         c->parser.content_length(), cfg.max_buffered_bytes + 1)))) {
-      reject_head(c, 503, "server_busy", "too many request bytes buffered; retry later");
+      queue_error(c, 503, "server_busy", "too many request bytes buffered; retry later");
       return false;
     }
     if (c->parser.expects_continue()) c->continue_wanted = true;
     return true;
-  }
-
-  void reject_head(connection* c, int status, std::string_view code, std::string_view msg) {
-    response r;
-    r.status = status;
-    r.headers.push_back({"Content-Type", "application/json"});
-    r.body = error_body(code, msg);
-    queue_answer_and_close(c, std::move(r));
   }
 
   void send_continue(connection* c) {

@@ -345,3 +345,70 @@ def _reap(self):
 
 
 Server.reap = _reap
+
+
+def in_thread(fn):
+    """Runs fn() in a thread; returns (thread, box): box["value"] or box["error"]."""
+    import threading
+    box = {}
+
+    def target():
+        try:
+            box["value"] = fn()
+        except Exception as e:  # noqa: BLE001
+            box["error"] = e
+    t = threading.Thread(target=target)
+    t.start()
+    return t, box
+
+
+class WrappedSanitizerServer(Server):
+    """A server whose shellctl-sanitize-pty is a shell wrapper: `before` runs before the
+    real sanitizer (a slow ready handshake), `after` once it exited (a late pipe
+    finalizer). Its own copy of shellctl in a temp bin dir, since the helpers are found
+    next to the executable."""
+
+    def __init__(self, before="", after="", **kw):
+        self.bin_dir = tempfile.mkdtemp(prefix="shellctl-wrapbin-")
+        real = os.path.abspath(BIN_DIR)
+        shutil.copy2(SHELLCTL, os.path.join(self.bin_dir, "shellctl"))
+        for name in ("shellctl-runner", "shellctl-runner-exit"):
+            os.symlink(os.path.join(real, name), os.path.join(self.bin_dir, name))
+        wrapper = os.path.join(self.bin_dir, "shellctl-sanitize-pty")
+        with open(wrapper, "w") as f:
+            f.write(f"#!/bin/sh\n{before}\n'{real}/shellctl-sanitize-pty' \"$@\"\ns=$?\n"
+                    f"{after}\nexit $s\n")
+        os.chmod(wrapper, 0o755)
+        super().__init__(**kw)
+
+    def command(self):
+        cmd = super().command()
+        cmd[0] = os.path.join(self.bin_dir, "shellctl")
+        return cmd
+
+    def close(self):
+        try:
+            super().close()
+            self.reap()
+        finally:
+            shutil.rmtree(self.bin_dir, ignore_errors=True)
+
+
+class TmpfsCase(unittest.TestCase):
+    """A test with a small tmpfs of its own at self.mnt (mounted per test)."""
+    tmpfs_size = "16m"
+
+    def setUp(self):
+        self.mnt = tempfile.mkdtemp(prefix="shellctl-tmpfs-")
+        subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={self.tmpfs_size},mode=0755",
+                        "tmpfs", self.mnt], check=True)
+        self.server = None
+
+    def tearDown(self):
+        try:
+            if self.server:
+                self.server.close()
+                self.server.reap()
+        finally:
+            subprocess.run(["umount", "-l", self.mnt])
+            os.rmdir(self.mnt)

@@ -7,21 +7,12 @@ import threading
 import time
 import unittest
 
+from harness import in_thread
 from jobs_common import JobsTestCase, Server, marker, pgrep, wait_gone, sleeper, kill_all, SharedServerTestCase
 
 
 class EdgeTest(SharedServerTestCase):
-    def in_thread(self, fn):
-        box = {}
-
-        def target():
-            try:
-                box["value"] = fn()
-            except Exception as e:  # noqa: BLE001
-                box["error"] = e
-        t = threading.Thread(target=target)
-        t.start()
-        return t, box
+    in_thread = staticmethod(in_thread)
 
     # -- races ---------------------------------------------------------------------------
     def test_delete_while_wait_is_long_polling(self):

@@ -144,22 +144,7 @@ class PipeKilledTest(unittest.TestCase):
 
 
 @unittest.skipUnless(os.geteuid() == 0, "mounting a tmpfs needs root")
-class FullDiskTest(unittest.TestCase):
-    def setUp(self):
-        self.mnt = tempfile.mkdtemp(prefix="shellctl-tmpfs-")
-        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m,mode=0755", "tmpfs", self.mnt],
-                       check=True)
-        self.server = None
-
-    def tearDown(self):
-        try:
-            if self.server:
-                self.server.close()
-                self.server.reap()
-        finally:
-            subprocess.run(["umount", "-l", self.mnt])
-            os.rmdir(self.mnt)
-
+class FullDiskTest(harness.TmpfsCase):
     def fill(self):
         filler = os.path.join(self.mnt, "filler")
         st = os.statvfs(self.mnt)

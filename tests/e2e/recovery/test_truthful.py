@@ -13,7 +13,7 @@ import time
 import unittest
 import uuid
 
-from harness import Server, wait_until
+from harness import Server, TmpfsCase, free_port, WrappedSanitizerServer, in_thread, wait_until
 
 TERMINAL = ("exited", "terminated", "failed", "lost")
 
@@ -35,10 +35,8 @@ class DescriptorExhaustionTest(unittest.TestCase):
         s = Server(env=env, start=False)
         conns = []
         try:
-            s.port = None
-            s.proc = None
             # The harness starts servers with Popen; lower the limit in the child only.
-            s.port = __import__("harness").free_port()
+            s.port = free_port()
             s.stderr = open(s.stderr_path, "ab")
             s.proc = subprocess.Popen(s.command(), env=s.environment(), stdout=s.stderr,
                                       stderr=s.stderr, stdin=subprocess.DEVNULL,
@@ -76,25 +74,11 @@ class DescriptorExhaustionTest(unittest.TestCase):
         self.run_case({"SHELLCTL_HTTP_MAX_CONNECTIONS": "100000"})
 
 
-class FullDiskTruthTest(unittest.TestCase):
+class FullDiskTruthTest(TmpfsCase):
     """The state dir's disk fills while a job runs: the job never stays `running` after
     it ended, the status shows what is known, the store catches up once space is back,
     and a forced delete never answers 500."""
-
-    def setUp(self):
-        self.mnt = tempfile.mkdtemp(prefix="shellctl-tmpfs-")
-        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m,mode=0755", "tmpfs", self.mnt],
-                       check=True)
-        self.server = None
-
-    def tearDown(self):
-        try:
-            if self.server:
-                self.server.close()
-                self.server.reap()
-        finally:
-            subprocess.run(["umount", "-l", self.mnt])
-            os.rmdir(self.mnt)
+    tmpfs_size = "8m"
 
     def fill(self):
         path = os.path.join(self.mnt, "filler")
@@ -237,54 +221,8 @@ class CrashDuringStartsTest(unittest.TestCase):
             s.reap()
 
 
-class WrappedSanitizerServer(Server):
-    """A server whose shellctl-sanitize-pty is a shell wrapper (`before` runs before the
-    real sanitizer, `after` once it exited): its own copy of shellctl in a temp bin dir,
-    since helpers are found next to the executable."""
-
-    def __init__(self, before="", after="", **kw):
-        import harness
-        import shutil
-        self.bin_dir = tempfile.mkdtemp(prefix="shellctl-wrapbin-")
-        real = os.path.abspath(harness.BIN_DIR)
-        shutil.copy2(harness.SHELLCTL, os.path.join(self.bin_dir, "shellctl"))
-        for name in ("shellctl-runner", "shellctl-runner-exit"):
-            os.symlink(os.path.join(real, name), os.path.join(self.bin_dir, name))
-        wrapper = os.path.join(self.bin_dir, "shellctl-sanitize-pty")
-        with open(wrapper, "w") as f:
-            f.write(f"#!/bin/sh\n{before}\n'{real}/shellctl-sanitize-pty' \"$@\"\ns=$?\n"
-                    f"{after}\nexit $s\n")
-        os.chmod(wrapper, 0o755)
-        super().__init__(**kw)
-
-    def command(self):
-        cmd = super().command()
-        cmd[0] = os.path.join(self.bin_dir, "shellctl")
-        return cmd
-
-    def close(self):
-        import shutil
-        try:
-            super().close()
-            self.reap()
-        finally:
-            shutil.rmtree(self.bin_dir, ignore_errors=True)
-
-
 class NoDroppedAnswersTest(unittest.TestCase):
     """No request is dropped without its answer, whatever removes the job meanwhile."""
-
-    def in_thread(self, fn):
-        box = {}
-
-        def run():
-            try:
-                box["value"] = fn()
-            except Exception as e:  # noqa: BLE001
-                box["error"] = e
-        t = threading.Thread(target=run)
-        t.start()
-        return t, box
 
     def assert_not_dropped(self, answer):
         status, _, body = answer
@@ -295,7 +233,7 @@ class NoDroppedAnswersTest(unittest.TestCase):
         s = WrappedSanitizerServer(after="sleep 1.5")  # the pipe finalizes late
         try:
             jid = s.run("echo up; sleep 300", timeout=0.5)["job_id"]
-            term, box = self.in_thread(lambda: s.request(
+            term, box = in_thread(lambda: s.request(
                 "POST", f"/v1/jobs/{jid}/terminate", {"grace_seconds": 5}, timeout=60))
             time.sleep(0.6)  # terminated in the store; its answer waits for the pipe
             st, body = self.assert_not_dropped(s.request("DELETE", f"/v1/jobs/{jid}", timeout=60))
@@ -309,7 +247,7 @@ class NoDroppedAnswersTest(unittest.TestCase):
     def test_forced_delete_during_a_start(self):
         s = WrappedSanitizerServer(before="sleep 3")  # the pipe reports ready late
         try:
-            run, box = self.in_thread(lambda: s.request(
+            run, box = in_thread(lambda: s.request(
                 "POST", "/v1/jobs/run", {"script": "echo never", "timeout": 5}, timeout=60))
             jobs_dir = os.path.join(s.state_dir, "jobs")
             (jid,) = wait_until(lambda: os.listdir(jobs_dir), 30, 0.01, "the job directory")
@@ -366,7 +304,7 @@ class IgnoredSighupTest(unittest.TestCase):
 
     def test_jobs_of_a_server_under_nohup(self):
         s = Server(start=False)
-        s.port = __import__("harness").free_port()
+        s.port = free_port()
         s.stderr = open(s.stderr_path, "ab")
         s.proc = subprocess.Popen(s.command(), env=s.environment(), stdout=s.stderr,
                                   stderr=s.stderr, stdin=subprocess.DEVNULL,
