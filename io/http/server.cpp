@@ -2,21 +2,13 @@
 //
 //   * Everything in this file runs on the loop thread (the one inside server::run()),
 //     except responder's methods, server::stop() and the bridge_hub they push to.
-//   * bridge_hub is THE ONLY state shared across threads: a mutex-guarded vector of
-//     operations plus a uv_async_t. Any thread pushes and wakes the loop; the loop swaps
-//     the whole vector out on every wake-up (uv_async_send coalesces wake-ups, so one
-//     wake-up may carry many operations). Once the loop has finished, the hub is marked
-//     closed and later pushes are dropped; the hub itself is kept alive by shared_ptr
-//     from every outstanding responder, so a late answer never touches freed memory.
-//   * The per-request `slot` is owned by shared_ptr from the connection's queue and from
-//     the responder; its fields are touched only on the loop thread, except `open`
-//     (atomic, read by responder::connected()). When a connection closes it clears
-//     slot->conn, so answers for it are discarded.
+//   * bridge_hub (bridge.hpp) is THE ONLY state shared across threads.
 //
-// Write path: a response never goes out directly. It is appended to the connection's
-// current out_batch (small pieces copied into one buffer, large bodies moved in), and all
-// connections touched during one callback are flushed at its end with one uv_write each.
-// Pipelined requests answered together thus leave in one write.
+// The pieces, one reason to change each: bridge.hpp (the cross-thread answers), out_batch.hpp
+// (write batching: one uv_write per connection per callback), connection.hpp (one
+// connection's state), wire.hpp (the bytes of heads and chunks). This file is the loop:
+// listening, reading and parsing, dispatch to the handler, writing in request order,
+// timeouts, budgets (G5) and the graceful shutdown.
 #include "io/http/server.hpp"
 #include "io/json/json.hpp"
 
@@ -34,28 +26,19 @@
 #include <netdb.h>
 #include <sys/socket.h>
 
+#include "io/http/bridge.hpp"
+#include "io/http/connection.hpp"
+#include "io/http/out_batch.hpp"
 #include "io/http/request_parser.hpp"
 #include "io/http/wire.hpp"
 
 namespace shellctl::io::http {
-
-std::string error_body(std::string_view code, std::string_view message) {
-  std::string out;
-  out.reserve(40 + code.size() + message.size());
-  out += "{\"error\":{\"code\":";
-  json::append_string(out, code);
-  out += ",\"message\":";
-  json::append_string(out, message);
-  out += "}}\n";
-  return out;
-}
 
 namespace {
 
 constexpr std::size_t kReadBufferSize = 64u << 10;
 constexpr std::size_t kLowWater = 256u << 10;  // on_drain below this many queued bytes
 constexpr std::size_t kMaxPending = 32;        // pipelined requests in flight per connection
-constexpr std::size_t kInlineBody = 4096;      // smaller bodies are copied into the batch
 constexpr std::uint64_t kLingerMs = 2000;      // after our FIN, wait this long for theirs
 // ...and discard at most this much of a body we refused: a peer that keeps sending gets
 // its connection reset, not our CPU.
@@ -69,197 +52,9 @@ void log_line(const char* fmt, const char* a, const char* b = "") {
 
 }  // namespace
 
-struct connection;
-
-// The loop side of one request. Loop-thread only, except `open`.
-struct slot {
-  enum class state { waiting, ready, streaming, done };
-  connection* conn = nullptr;  // nullptr once the connection is gone
-  std::atomic<bool> open{true};
-  state st = state::waiting;
-  bool head_request = false;  // HEAD: answer without body
-  bool keep_alive = true;
-  bool http_1_0 = false;
-  bool close_after = false;  // answer is a front error: close after it
-  bool aborted = false;
-  std::size_t reserved = 0;  // request bytes counted against the buffer budget until answered
-  response resp;  // ready: the answer; streaming: the head until written
-  // Streaming state.
-  bool head_written = false;
-  bool ended = false;
-  bool drain_armed = false;
-  std::function<void()> on_drain;
-  std::vector<std::string> chunks;  // arrived before this slot reached the front
-  std::vector<header> trailers;
-};
-
-enum class op_kind { send, start_stream, chunk, end_stream, abort, dropped, stop };
-
-struct bridge_op {
-  op_kind kind;
-  std::shared_ptr<slot> target;
-  response resp;
-  std::function<void()> on_drain;
-  std::string data;
-  std::vector<header> trailers;
-};
-
-// The one cross-thread queue (see the comment at the top of this file).
-struct bridge_hub {
-  std::mutex mu;
-  std::vector<bridge_op> ops;  // guarded by mu
-  uv_async_t* async = nullptr;  // guarded by mu; nullptr once the loop is gone
-  std::thread::id loop_thread;  // guarded by mu; the thread inside run()
-  server::impl* loop_owner = nullptr;  // loop-thread use only (local fast path)
-
-  void push(bridge_op op);
-};
-
-class connection_bridge {
- public:
-  connection_bridge(std::shared_ptr<bridge_hub> hub, std::shared_ptr<slot> s)
-      : hub_(std::move(hub)), slot_(std::move(s)) {}
-  ~connection_bridge() {
-    // Dropped without an answer: the client must not hang (500), and a stream that never
-    // ended is cut off rather than left open.
-    int st = state_.load();
-    if (st == kUnanswered) push(op_kind::dropped);
-    else if (st == kStreaming) push(op_kind::abort);
-  }
-
-  static constexpr int kUnanswered = 0, kSent = 1, kStreaming = 2, kFinished = 3;
-
-  bool claim(int from, int to) { return state_.compare_exchange_strong(from, to); }
-  bool streaming() const { return state_.load() == kStreaming; }
-  bool connected() const { return slot_->open.load(std::memory_order_relaxed); }
-  void push(op_kind k, response r = {}, std::function<void()> drain = {}, std::string data = {},
-            std::vector<header> trailers = {}) {
-    hub_->push(bridge_op{k, slot_, std::move(r), std::move(drain), std::move(data),
-                         std::move(trailers)});
-  }
-  std::atomic<int>& state() { return state_; }
-
- private:
-  std::shared_ptr<bridge_hub> hub_;
-  std::shared_ptr<slot> slot_;
-  std::atomic<int> state_{kUnanswered};
-};
-
-responder::responder(std::shared_ptr<connection_bridge> b) : bridge_(std::move(b)) {}
-
-void responder::send(response r) const {
-  if (bridge_ && bridge_->claim(connection_bridge::kUnanswered, connection_bridge::kSent))
-    bridge_->push(op_kind::send, std::move(r));
-}
-
-void responder::start_stream(response head, std::function<void()> on_drain) const {
-  if (bridge_ && bridge_->claim(connection_bridge::kUnanswered, connection_bridge::kStreaming))
-    bridge_->push(op_kind::start_stream, std::move(head), std::move(on_drain));
-}
-
-void responder::send_chunk(std::string data) const {
-  // An empty chunk would read as the terminating one.
-  if (bridge_ && !data.empty() && bridge_->streaming())
-    bridge_->push(op_kind::chunk, {}, {}, std::move(data));
-}
-
-void responder::end_stream(std::vector<header> trailers) const {
-  if (bridge_ && bridge_->claim(connection_bridge::kStreaming, connection_bridge::kFinished))
-    bridge_->push(op_kind::end_stream, {}, {}, {}, std::move(trailers));
-}
-
-void responder::abort() const {
-  if (!bridge_) return;
-  int prev = bridge_->state().exchange(connection_bridge::kFinished);
-  if (prev != connection_bridge::kFinished && prev != connection_bridge::kSent)
-    bridge_->push(op_kind::abort);
-}
-
-bool responder::connected() const { return bridge_ && bridge_->connected(); }
-
-// One uv_write: a contiguous buffer for small pieces plus moved-in large bodies.
-struct out_batch {
-  uv_write_t req;
-  connection* conn = nullptr;
-  std::string inline_buf;
-  std::vector<std::string> owned;
-  // Segments in order: owned index, or (~0, offset, len) in inline_buf.
-  struct segment {
-    std::size_t owned_index;
-    std::size_t offset;
-    std::size_t len;
-  };
-  std::vector<segment> segments;
-  std::vector<uv_buf_t> bufs;
-  std::size_t bytes = 0;
-
-  bool empty() const { return bytes == 0; }
-  // Registers inline_buf[start, end) (just appended) as the next piece of the write.
-  void note_inline(std::size_t start) {
-    std::size_t len = inline_buf.size() - start;
-    if (len == 0) return;
-    if (!segments.empty() && segments.back().owned_index == SIZE_MAX &&
-        segments.back().offset + segments.back().len == start) {
-      segments.back().len += len;
-    } else {
-      segments.push_back({SIZE_MAX, start, len});
-    }
-    bytes += len;
-  }
-  void append_small(std::string_view s) {
-    std::size_t start = inline_buf.size();
-    inline_buf.append(s);
-    note_inline(start);
-  }
-  void append_owned(std::string&& s) {
-    if (s.size() <= kInlineBody) {
-      append_small(s);
-      return;
-    }
-    bytes += s.size();
-    segments.push_back({owned.size(), 0, s.size()});
-    owned.push_back(std::move(s));
-  }
-  void reset() {
-    inline_buf.clear();
-    owned.clear();
-    segments.clear();
-    bufs.clear();
-    bytes = 0;
-    conn = nullptr;
-  }
-};
-
-struct connection {
-  server::impl* srv = nullptr;
-  uv_tcp_t tcp;
-  uv_timer_t timer;
-  request_parser parser;
-  std::deque<std::shared_ptr<slot>> pending;  // in request order; front answers first
-  std::string stash;  // bytes read but not parsed while too many requests are in flight
-  out_batch* out = nullptr;  // being filled during this callback
-  std::size_t queued = 0;    // bytes handed to uv_write, not yet completed
-  std::size_t reserved = 0;  // budget held by the request being received
-  std::size_t lingered = 0;  // bytes discarded after our FIN
-  std::uint64_t idle_since = 0;
-  std::uint64_t request_start = 0;
-  std::uint64_t timer_due = 0;
-  int open_handles = 0;
-  bool reading = false;
-  bool read_paused = false;   // too many requests in flight
-  bool stop_reading = false;  // no further requests on this connection
-  bool close_after_write = false;
-  bool shutting_down = false;  // FIN sent, lingering
-  bool closing = false;
-  bool continue_wanted = false;
-  bool dirty = false;
-  bool resume_queued = false;
-  bool eof = false;
-  connection* prev = nullptr;  // all live connections, for shutdown
-  connection* next = nullptr;
-
-  explicit connection(parser_limits lim) : parser(lim) {}
-};
+// The loop side of a request, the cross-thread queue and the responder: bridge.hpp.
+// Write batching: out_batch.hpp. One connection's state: connection.hpp. Response heads
+// and chunk framing: wire.hpp.
 
 struct server::impl {
   server_config cfg;
@@ -296,7 +91,7 @@ struct server::impl {
     uv_async_init(&loop, &async, on_async);
     async.data = this;
     hub->async = &async;
-    hub->loop_owner = this;
+    hub->loop_local = &local_ops;
     uv_tcp_init(&loop, &listener);
     listener.data = this;
     uv_timer_init(&loop, &grace_timer);
@@ -812,95 +607,41 @@ struct server::impl {
     return date;
   }
 
-  static bool reserved_header(std::string_view n) {
-    return wire::iequals(n, "Content-Length") || wire::iequals(n, "Date") ||
-           wire::iequals(n, "Connection") || wire::iequals(n, "Transfer-Encoding");
-  }
-
-  // Status line and the caller's headers (minus the ones the server owns). HTTP/1.0
-  // has no trailers, so a `Trailer` announcement is dropped for it.
-  static void append_head(std::string& o, const response& r, bool drop_trailer) {
-    char line[64];
-    int n = std::snprintf(line, sizeof line, "HTTP/1.1 %d ", r.status);
-    o.append(line, static_cast<std::size_t>(n));
-    o.append(wire::reason_phrase(r.status));
-    o += "\r\n";
-    for (const auto& h : r.headers) {
-      if (reserved_header(h.name)) continue;
-      if (drop_trailer && wire::iequals(h.name, "Trailer")) continue;
-      o += h.name;
-      o += ": ";
-      o += h.value;
-      o += "\r\n";
-    }
-  }
-
+  // The bytes come from wire.hpp; here they are only queued on the connection's batch.
   void write_response(connection* c, slot* sl, bool closes) {
     out_batch& b = batch(c);
     response& r = sl->resp;
-    bool no_body = r.status == 204 || r.status == 304 || (r.status >= 100 && r.status < 200);
-    std::string& o = b.inline_buf;
-    std::size_t start = o.size();
-    append_head(o, r, false);
-    if (!no_body) {
-      char line[64];
-      int n = std::snprintf(line, sizeof line, "Content-Length: %zu\r\n", r.body.size());
-      o.append(line, static_cast<std::size_t>(n));
-    }
-    o += "Date: ";
-    o += date_value();
-    o += "\r\n";
-    if (closes) o += "Connection: close\r\n";
-    else if (sl->http_1_0) o += "Connection: keep-alive\r\n";
-    o += "\r\n";
+    std::size_t start = b.inline_buf.size();
+    wire::append_response_head(b.inline_buf, r, date_value(), closes, sl->http_1_0);
     b.note_inline(start);
-    if (!no_body && !sl->head_request) b.append_owned(std::move(r.body));
+    if (!wire::has_no_body(r.status) && !sl->head_request) b.append_owned(std::move(r.body));
     r = response{};
   }
 
   void write_stream_head(connection* c, slot* sl, bool closes) {
     out_batch& b = batch(c);
-    response& r = sl->resp;
-    std::string& o = b.inline_buf;
-    std::size_t start = o.size();
-    append_head(o, r, sl->http_1_0);
-    if (!sl->http_1_0) o += "Transfer-Encoding: chunked\r\n";
-    o += "Date: ";
-    o += date_value();
-    o += "\r\n";
-    if (closes || sl->http_1_0) o += "Connection: close\r\n";
-    o += "\r\n";
+    std::size_t start = b.inline_buf.size();
+    wire::append_stream_head(b.inline_buf, sl->resp, date_value(), closes, sl->http_1_0);
     b.note_inline(start);
-    r = response{};
+    sl->resp = response{};
   }
 
   void write_chunk(connection* c, slot* sl, std::string data) {
     sl->drain_armed = true;
     if (sl->head_request) return;
     out_batch& b = batch(c);
-    if (sl->http_1_0) {
+    if (sl->http_1_0) {  // close-delimited: the bytes as they are
       b.append_owned(std::move(data));
       return;
     }
-    std::string size;
-    wire::append_hex(size, data.size());
-    size += "\r\n";
-    b.append_small(size);
+    b.append_small(wire::chunk_size_line(data.size()));
     b.append_owned(std::move(data));
     b.append_small("\r\n");
   }
 
   void write_stream_end(connection* c, slot* sl) {
     if (sl->head_request || sl->http_1_0) return;
-    std::string t = "0\r\n";
-    for (const auto& h : sl->trailers) {
-      t += h.name;
-      t += ": ";
-      t += h.value;
-      t += "\r\n";
-    }
-    t += "\r\n";
-    batch(c).append_small(t);
+    batch(c).append_small(wire::last_chunk(sl->trailers));
   }
 
   out_batch& batch(connection* c) {
@@ -1179,20 +920,6 @@ struct server::impl {
     for (auto* b : batch_pool) delete b;
   }
 };
-
-void bridge_hub::push(bridge_op op) {
-  std::lock_guard<std::mutex> lk(mu);
-  if (async == nullptr) return;  // the loop is gone: the answer has nobody to go to
-  if (std::this_thread::get_id() == loop_thread) {
-    // On the loop thread (inside the handler, on_drain, ...): no need to wake ourselves;
-    // the callback scope settles these before it returns.
-    loop_owner->local_ops.push_back(std::move(op));
-    return;
-  }
-  bool wake = ops.empty();       // a non-empty queue already has a wake-up on its way
-  ops.push_back(std::move(op));
-  if (wake) uv_async_send(async);
-}
 
 server::server(server_config cfg, request_handler handler)
     : impl_(std::make_unique<impl>(std::move(cfg), std::move(handler))) {}

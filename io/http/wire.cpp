@@ -1,5 +1,9 @@
 #include "io/http/wire.hpp"
 
+#include <cstdio>
+
+#include "io/http/server.hpp"  // error_body
+#include "io/json/json.hpp"
 
 namespace shellctl::io::http::wire {
 
@@ -70,4 +74,95 @@ void append_hex(std::string& out, std::size_t n) {
   out.append(buf + k, sizeof buf - k);
 }
 
+bool has_no_body(int status) { return status == 204 || status == 304 || (status >= 100 && status < 200); }
+
+namespace {
+
+bool reserved_header(std::string_view n) {
+  return iequals(n, "Content-Length") || iequals(n, "Date") || iequals(n, "Connection") ||
+         iequals(n, "Transfer-Encoding");
+}
+
+// Status line and the caller's headers (minus the ones the server owns).
+void append_head(std::string& o, const response& r, bool drop_trailer) {
+  char line[64];
+  int n = std::snprintf(line, sizeof line, "HTTP/1.1 %d ", r.status);
+  o.append(line, static_cast<std::size_t>(n));
+  o.append(reason_phrase(r.status));
+  o += "\r\n";
+  for (const auto& h : r.headers) {
+    if (reserved_header(h.name)) continue;
+    if (drop_trailer && iequals(h.name, "Trailer")) continue;
+    o += h.name;
+    o += ": ";
+    o += h.value;
+    o += "\r\n";
+  }
+}
+
+}  // namespace
+
+void append_response_head(std::string& o, const response& r, std::string_view date, bool closes,
+                          bool http_1_0) {
+  append_head(o, r, false);
+  if (!has_no_body(r.status)) {
+    char line[64];
+    int n = std::snprintf(line, sizeof line, "Content-Length: %zu\r\n", r.body.size());
+    o.append(line, static_cast<std::size_t>(n));
+  }
+  o += "Date: ";
+  o += date;
+  o += "\r\n";
+  if (closes)
+    o += "Connection: close\r\n";
+  else if (http_1_0)
+    o += "Connection: keep-alive\r\n";
+  o += "\r\n";
+}
+
+void append_stream_head(std::string& o, const response& r, std::string_view date, bool closes,
+                        bool http_1_0) {
+  append_head(o, r, http_1_0);
+  if (!http_1_0) o += "Transfer-Encoding: chunked\r\n";
+  o += "Date: ";
+  o += date;
+  o += "\r\n";
+  if (closes || http_1_0) o += "Connection: close\r\n";
+  o += "\r\n";
+}
+
+std::string chunk_size_line(std::size_t n) {
+  std::string size;
+  append_hex(size, n);
+  size += "\r\n";
+  return size;
+}
+
+std::string last_chunk(const std::vector<header>& trailers) {
+  std::string t = "0\r\n";
+  for (const auto& h : trailers) {
+    t += h.name;
+    t += ": ";
+    t += h.value;
+    t += "\r\n";
+  }
+  t += "\r\n";
+  return t;
+}
+
 }  // namespace shellctl::io::http::wire
+
+namespace shellctl::io::http {
+
+std::string error_body(std::string_view code, std::string_view message) {
+  std::string out;
+  out.reserve(40 + code.size() + message.size());
+  out += "{\"error\":{\"code\":";
+  json::append_string(out, code);
+  out += ",\"message\":";
+  json::append_string(out, message);
+  out += "}}\n";
+  return out;
+}
+
+}  // namespace shellctl::io::http
