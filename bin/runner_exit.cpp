@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "io/store/jobs_db.hpp"
+#include "io/text/go_flags.hpp"
 
 namespace {
 
@@ -82,18 +83,17 @@ int main(int argc, char** argv) {
   std::int64_t exit_code = 0;
   std::int64_t busy_ms = 5000;
 
-  for (int i = 1; i < argc; ++i) {
-    std::string_view a = argv[i];
-    if (a == "--") break;
-    if (a.size() < 2 || a[0] != '-') break;  // first positional argument ends the flags
-    a.remove_prefix(a[1] == '-' ? 2 : 1);
-    if (a.empty() || a[0] == '-' || a[0] == '=') {
-      std::fprintf(stderr, "bad flag syntax: %s\n", argv[i]);
+  shellctl::io::text::go_flag_reader flags(argc, argv, 1);
+  shellctl::io::text::go_flag_reader::flag f;
+  for (;;) {
+    const auto step = flags.next(f);
+    if (step == shellctl::io::text::go_flag_reader::step::end) break;
+    if (step == shellctl::io::text::go_flag_reader::step::bad_syntax) {
+      std::fprintf(stderr, "bad flag syntax: %s\n", f.raw.c_str());
       usage();
       return 2;
     }
-    const auto eq = a.find('=');
-    const std::string name(a.substr(0, eq));
+    const std::string& name = f.name;
     if (name == "h" || name == "help") {
       usage();
       return 0;
@@ -109,16 +109,12 @@ int main(int argc, char** argv) {
       usage();
       return 2;
     }
-    std::string value;
-    if (eq != std::string_view::npos) {
-      value = std::string(a.substr(eq + 1));
-    } else if (i + 1 < argc) {
-      value = argv[++i];
-    } else {
+    if (!flags.take_value(f)) {
       std::fprintf(stderr, "flag needs an argument: -%s\n", name.c_str());
       usage();
       return 2;
     }
+    const std::string& value = *f.value;
     if (name == "state-dir") {
       state_dir = value;
     } else if (name == "job-id") {

@@ -12,6 +12,7 @@
 
 #include "io/fs/files.hpp"
 #include "io/pty/sanitizer.hpp"
+#include "io/text/go_flags.hpp"
 
 namespace {
 
@@ -37,14 +38,18 @@ int fail(const std::string& what, int err) {
 int main(int argc, char** argv) {
   std::string ready_file;
   bool have_ready = false;
-  // Go flag syntax: -name or --name, value as "=v" or the next argument.
-  for (int i = 1; i < argc; ++i) {
-    std::string_view a = argv[i];
-    if (a == "--") break;
-    if (a.size() < 2 || a[0] != '-') break;
-    a.remove_prefix(a[1] == '-' ? 2 : 1);
-    const auto eq = a.find('=');
-    const std::string_view name = a.substr(0, eq);
+  // Go flag syntax (io/text/go_flags.hpp).
+  shellctl::io::text::go_flag_reader flags(argc, argv, 1);
+  shellctl::io::text::go_flag_reader::flag f;
+  for (;;) {
+    const auto step = flags.next(f);
+    if (step == shellctl::io::text::go_flag_reader::step::end) break;
+    if (step == shellctl::io::text::go_flag_reader::step::bad_syntax) {
+      std::fprintf(stderr, "bad flag syntax: %s\n", f.raw.c_str());
+      usage(stderr);
+      return 2;
+    }
+    const std::string_view name = f.name;
     if (name == "h" || name == "help") {
       usage(stderr);
       return 0;
@@ -59,16 +64,13 @@ int main(int argc, char** argv) {
       usage(stderr);
       return 2;
     }
-    if (eq != std::string_view::npos) {
-      ready_file = std::string(a.substr(eq + 1));
-    } else if (i + 1 < argc) {
-      ready_file = argv[++i];
-    } else {
+    if (!flags.take_value(f)) {
       std::fprintf(stderr, "flag needs an argument: -%.*s\n", static_cast<int>(name.size()),
                    name.data());
       usage(stderr);
       return 2;
     }
+    ready_file = *f.value;
     have_ready = true;
   }
 

@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "io/text/go_duration.hpp"
+#include "io/text/go_flags.hpp"
 
 namespace shellctl::io::config {
 namespace {
@@ -148,19 +149,18 @@ parse_result parse_serve(int argc, char** argv, char** envp, serve_config& out,
   }
   std::optional<std::string> listen, state_dir, token;
   bool require_token = false;
-  // Go's flag package: -name or --name, value as =value or the next argument; parsing
-  // stops at the first non-flag argument or "--".
-  for (int i = 2; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg == "--") break;
-    if (arg.size() < 2 || arg[0] != '-') break;
-    std::string name = arg.substr(arg[1] == '-' ? 2 : 1);
-    std::optional<std::string> value;
-    auto eq = name.find('=');
-    if (eq != std::string::npos) {
-      value = name.substr(eq + 1);
-      name = name.substr(0, eq);
+  // Go's flag syntax (io/text/go_flags.hpp), after the "serve" subcommand.
+  text::go_flag_reader flags(argc, argv, 2);
+  text::go_flag_reader::flag f;
+  for (;;) {
+    const auto step = flags.next(f);
+    if (step == text::go_flag_reader::step::end) break;
+    if (step == text::go_flag_reader::step::bad_syntax) {
+      message = "bad flag syntax: " + f.raw + "\n" + usage_text;
+      return parse_result::exit_usage_error;
     }
+    const std::string& name = f.name;
+    const std::optional<std::string>& value = f.value;
     if (name == "h" || name == "help") {
       message = std::string(usage_text) + environment_text;
       return parse_result::exit_ok;
@@ -183,12 +183,9 @@ parse_result parse_serve(int argc, char** argv, char** envp, serve_config& out,
       message = "flag provided but not defined: -" + name + "\n" + usage_text;
       return parse_result::exit_usage_error;
     }
-    if (!value) {
-      if (i + 1 >= argc) {
-        message = "flag needs an argument: -" + name + "\n" + usage_text;
-        return parse_result::exit_usage_error;
-      }
-      value = argv[++i];
+    if (!flags.take_value(f)) {
+      message = "flag needs an argument: -" + name + "\n" + usage_text;
+      return parse_result::exit_usage_error;
     }
     if (name == "listen") listen = value;
     if (name == "state-dir") state_dir = value;
