@@ -29,8 +29,10 @@ void write_opt(writer& w, std::string_view key, const std::optional<std::string>
 
 }  // namespace
 
-std::string job_result_json(const job_row& row, const std::string& output_path,
-                            const io::text::output_window& win) {
+std::string job_result_json(const job_result& r) {
+  const auto& row = r.row;
+  const auto& win = r.window;
+  const auto& output_path = r.output_path;
   writer w;
   w.begin_object();
   w.key("job_id").value(row.job_id);
@@ -45,7 +47,9 @@ std::string job_result_json(const job_row& row, const std::string& output_path,
   return w.finish();
 }
 
-std::string job_status_json(const job_row& row, std::uint64_t offset) {
+std::string job_status_json(const job_status_view& v) {
+  const auto& row = v.row;
+  const auto offset = v.offset;
   writer w;
   w.begin_object();
   w.key("job_id").value(row.job_id);
@@ -60,7 +64,8 @@ std::string job_status_json(const job_row& row, std::uint64_t offset) {
   return w.finish();
 }
 
-std::string job_list_json(const std::vector<job_info>& jobs) {
+std::string job_list_json(const job_list& list) {
+  const auto& jobs = list.jobs;
   writer w;
   w.begin_object();
   // Decision D4: an empty list is [], not the original's null.
@@ -79,6 +84,13 @@ std::string job_list_json(const std::vector<job_info>& jobs) {
   return w.finish();
 }
 
+std::string job_deleted_json(const job_deleted& d) {
+  writer w;
+  w.begin_object().key("job_id").value(d.job_id).key("deleted").value(true);
+  w.end_object();
+  return w.finish();
+}
+
 io::http::response json_response(int status, std::string body) {
   io::http::response r;
   r.status = status;
@@ -89,6 +101,14 @@ io::http::response json_response(int status, std::string body) {
 
 io::http::response error_response(int status, std::string_view code, std::string_view message) {
   return json_response(status, io::http::error_body(code, message));
+}
+
+}  // namespace shellctl::actors
+
+namespace shellctl::actors {
+
+io::http::response error_response(const job_error_view& e) {
+  return error_response(http_status(e.code), code_text(e.code), e.text);
 }
 
 }  // namespace shellctl::actors

@@ -1,22 +1,23 @@
 #pragma once
-// The JSON bodies of the API (http-api.md §4): exact field sets and order, decision D3
-// for exit codes. Pure functions: actors call them with the state they own.
+// Domain answers → HTTP: the JSON bodies of the API (http-api.md §4) with their exact
+// field sets and order (decision D3 for exit codes), and job_errc errors as the API's
+// status and error body. Pure functions, used by the api_edge actor and the front.
 #include <cstdint>
 #include <string>
 #include <string_view>
 
-#include "actors/messages.hpp"
+#include "actors/domain.hpp"
 #include "io/http/server.hpp"
-#include "io/text/output_window.hpp"
 
 namespace shellctl::actors {
 
-std::string job_result_json(const job_row& row, const std::string& output_path,
-                            const io::text::output_window& w);
-std::string job_status_json(const job_row& row, std::uint64_t offset);
-std::string job_list_json(const std::vector<job_info>& jobs);
+std::string job_result_json(const job_result& r);
+std::string job_status_json(const job_status_view& v);
+std::string job_list_json(const job_list& list);
+std::string job_deleted_json(const job_deleted& d);
 
 io::http::response json_response(int status, std::string body);
 io::http::response error_response(int status, std::string_view code, std::string_view message);
+io::http::response error_response(const job_error_view& e);
 
 }  // namespace shellctl::actors

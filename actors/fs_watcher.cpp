@@ -6,8 +6,8 @@
 
 namespace shellctl::actors {
 
-caf::behavior fs_watcher(caf::stateful_actor<fs_watcher_state>* self) {
-  caf::actor me = caf::actor_cast<caf::actor>(self);
+fs_watcher_actor::behavior_type fs_watcher(fs_watcher_actor::stateful_pointer<fs_watcher_state> self) {
+  auto me = caf::actor_cast<fs_watcher_actor>(self);
   self->state.source = std::make_unique<io::fs::inotify_source>(
       [me](std::vector<io::fs::dir_event> events) {
         caf::anon_send(me, fs_batch{std::move(events)});

@@ -6,7 +6,7 @@
 #include <memory>
 #include <string>
 
-#include "actors/messages.hpp"
+#include "actors/interfaces.hpp"
 #include "io/fs/inotify_source.hpp"
 
 namespace shellctl::actors {
@@ -16,12 +16,12 @@ struct fs_watcher_state {
   std::unique_ptr<io::fs::inotify_source> source;
   struct watch {
     std::string path;
-    caf::actor owner;
+    dir_listener owner;
   };
   std::map<int, watch> by_wd;
   std::map<std::string, int> by_path;
 };
 
-caf::behavior fs_watcher(caf::stateful_actor<fs_watcher_state>* self);
+fs_watcher_actor::behavior_type fs_watcher(fs_watcher_actor::stateful_pointer<fs_watcher_state> self);
 
 }  // namespace shellctl::actors

@@ -8,7 +8,6 @@
 #include <cstring>
 #include <random>
 
-#include "actors/api_views.hpp"
 #include "io/fs/files.hpp"
 #include "io/fs/home_views.hpp"
 #include "io/json/json.hpp"
@@ -21,7 +20,7 @@
 namespace shellctl::actors {
 namespace {
 
-using self_ptr = caf::stateful_actor<job_state>*;
+using self_ptr = job_actor_type::stateful_pointer<job_state>;
 using clock_type = job_state::clock;
 using io::store::is_terminal_status;
 using io::store::transition;
@@ -44,32 +43,25 @@ void settle(self_ptr self);
 void evaluate_waiters(self_ptr self);
 void start_session(self_ptr self);
 bool retry_start(self_ptr self);
-void remove_job(self_ptr self, std::optional<responder> resp, std::uint64_t guard = 0);
+void remove_job(self_ptr self, std::optional<answer<job_deleted>> reply, std::uint64_t guard = 0);
 
 // The job's directory and its same-HOME view entry (io/fs/home_views.hpp).
 void remove_job_files(self_ptr self) {
-  io::fs::remove_tree_atomically(self->state.dir);
+  self->send(self->state.peers.cleanup,
+             remove_tree{io::fs::move_aside(self->state.dir, self->state.cfg.trash_dir())});
   io::fs::unlink_from_home_views(self->state.cfg.state_dir, self->state.row.job_id);
 }
 void finish_terminate(self_ptr self);
 
 // ---------------------------------------------------------------- answering
 
-void reply_error(const responder& r, int status, std::string_view code, std::string_view msg) {
-  r.send(error_response(status, code, msg));
-}
-
-void reply_internal(const responder& r, const std::string& msg) {
-  reply_error(r, 500, "internal_error", msg);
-}
-
 // An answer waiting on tmux or the store: answered 503 at `after` unless unguard() ran
 // first (the work itself goes on; the client learns why it waits).
-std::uint64_t guard_answer(self_ptr self, const responder& resp, std::chrono::milliseconds after,
+std::uint64_t guard_answer(self_ptr self, const held_answer& reply, std::chrono::milliseconds after,
                            std::string outcome = "the request is carried out as soon as it can be") {
   auto& st = self->state;
   auto id = st.next_guard_id++;
-  st.guarded_answers.emplace(id, job_state::guarded_answer{resp, std::move(outcome)});
+  st.guarded_answers.emplace(id, job_state::guarded_answer{reply, std::move(outcome)});
   self->delayed_send(self, after, answer_deadline{id});
   return id;
 }
@@ -82,11 +74,11 @@ void answer_guard_expired(self_ptr self, std::uint64_t id) {
   if (it == st.guarded_answers.end()) return;
   const auto& g = it->second;
   if (st.store_failing)
-    reply_error(g.resp, 503, "storage_unavailable",
-                "the state database cannot be written at the moment (is its disk full?); " +
-                    g.outcome);
+    g.reply.fail(job_errc::storage_unavailable,
+                 "the state database cannot be written at the moment (is its disk full?); " +
+                     g.outcome);
   else
-    reply_error(g.resp, 503, "tmux_unavailable", "tmux did not answer in time; " + g.outcome);
+    g.reply.fail(job_errc::tmux_unavailable, "tmux did not answer in time; " + g.outcome);
   st.guarded_answers.erase(it);
 }
 
@@ -171,9 +163,16 @@ void output_may_be_final(self_ptr self) {
   for (auto& c : conts) c();
 }
 
-void reply_status(self_ptr self, const responder& r) {
-  r.send(json_response(200, job_status_json(shown_row(self),
-                                            io::text::file_size_or_zero(self->state.output_abs))));
+void reply_status(self_ptr self, const answer<job_status_view>& reply) {
+  reply.ok(job_status_view{shown_row(self), io::text::file_size_or_zero(self->state.output_abs)});
+}
+
+job_result result_window(self_ptr self, io::text::output_window win) {
+  return job_result{shown_row(self), self->state.output_abs, std::move(win)};
+}
+
+std::string offset_text(std::uint64_t offset, std::uint64_t size) {
+  return "offset " + std::to_string(offset) + " exceeds current file size " + std::to_string(size);
 }
 
 // ---------------------------------------------------------------- store and tmux
@@ -182,7 +181,10 @@ void reply_status(self_ptr self, const responder& r) {
 // that arrive meanwhile re-run settle() afterwards, so nothing is decided on stale state.
 // A write that fails for a passing reason (disk full, I/O error, busy) is retried until it
 // succeeds, 100 ms doubling to 2 s apart; meanwhile `expected` is what the job shows.
-void store_request(self_ptr self, caf::message msg, std::function<void(store_reply&)> then,
+// Store requests are unbounded: the detached store answers every one, after at most its
+// busy timeout; what a client waits for is bounded by its answer's guard instead.
+template <class Message>
+void store_request(self_ptr self, Message msg, std::function<void(store_reply&)> then,
                    std::optional<job_row> expected = std::nullopt,
                    std::chrono::milliseconds backoff = std::chrono::milliseconds(0)) {
   auto& st = self->state;
@@ -199,7 +201,9 @@ void store_request(self_ptr self, caf::message msg, std::function<void(store_rep
               if (expected) st.pending_row = expected;
               auto next = std::min(std::max(backoff * 2, std::chrono::milliseconds(100)),
                                    std::chrono::milliseconds(2000));
-              st.store_retry = job_state::store_retry_state{msg, then, expected, next};
+              st.store_retry = [self, msg, then, expected, next] {
+                store_request(self, msg, then, expected, next);
+              };
               self->delayed_send(self, next, store_retry_tick{});
               evaluate_waiters(self);  // what is known may have changed
               return;
@@ -230,16 +234,14 @@ void store_request(self_ptr self, caf::message msg, std::function<void(store_rep
 }
 
 void retry_store_request(self_ptr self) {
-  auto& st = self->state;
-  if (!st.store_retry) return;
-  auto r = std::move(*st.store_retry);
-  st.store_retry.reset();
-  store_request(self, std::move(r.msg), std::move(r.then), std::move(r.expected), r.backoff);
+  auto retry = std::move(self->state.store_retry);
+  self->state.store_retry = nullptr;
+  if (retry) retry();
 }
 
 void apply(self_ptr self, transition t, std::function<void(store_reply&)> then = {}) {
   auto expected = io::store::preview_apply(known_row(self), t, io::text::utc_now());
-  store_request(self, caf::make_message(store_apply{self->state.row.job_id, std::move(t)}),
+  store_request(self, store_apply{self->state.row.job_id, std::move(t)},
                 [then](store_reply& r) {
                   if (then) then(r);
                 },
@@ -248,14 +250,18 @@ void apply(self_ptr self, transition t, std::function<void(store_reply&)> then =
 
 void record_exit(self_ptr self, std::int64_t code, const std::string& ended_at) {
   auto& r = self->state.row;
-  store_request(self, caf::make_message(store_record_exit{r.job_id, code, ended_at}),
+  store_request(self, store_record_exit{r.job_id, code, ended_at},
                 [](store_reply&) {}, io::store::preview_record_exit(known_row(self), code, ended_at));
 }
 
 void tmux(self_ptr self, std::vector<std::string> lines, std::function<void(tmux_reply&)> then,
           std::string creates_session = {}) {
+  // Unbounded like the store's: tmux_server answers every command (with an error when
+  // tmux cannot be restarted); client answers are bounded by their guards.
   self->request(self->state.peers.tmux, caf::infinite,
-                tmux_command{std::move(lines), std::move(creates_session)})
+                tmux_command{std::move(lines), creates_session,
+                             creates_session.empty() ? session_owner{}
+                                                     : caf::actor_cast<session_owner>(self)})
       .then([then](tmux_reply& r) { if (then) then(r); },
             [then](caf::error&) {
               tmux_reply r;
@@ -392,7 +398,7 @@ void settle(self_ptr self) {
     if (st.pane_pid > 0)
       io::tmux::kill_pane_process_group(st.pane_pid, st.dir);
     else
-      io::tmux::kill_process_groups_naming(st.dir);
+      self->send(st.peers.cleanup, kill_groups_naming{st.dir});
     apply(self, transition{"lost", live_statuses, std::string("tmux_session_missing"),
                            std::string("The dedicated tmux session is no longer present."), {},
                            false});
@@ -401,88 +407,47 @@ void settle(self_ptr self) {
 
 // ---------------------------------------------------------------- long-poll
 
-void answer_window(self_ptr self, job_state::waiter& w, bool job_done) {
+void answer_window(self_ptr self, const job_state::waiter& w, bool job_done) {
   auto& st = self->state;
   try {
     auto win = io::text::read_output_window(st.output_abs, w.p.offset, w.p.limit, job_done);
-    w.resp.send(json_response(200, job_result_json(shown_row(self), st.output_abs, win)));
+    w.answer.ok(result_window(self, std::move(win)));
   } catch (const io::text::offset_beyond_end& e) {
-    reply_error(w.resp, 400, "invalid_offset",
-                "offset " + std::to_string(e.offset) + " exceeds current file size " +
-                    std::to_string(e.size));
+    w.answer.fail(job_errc::invalid_offset, offset_text(e.offset, e.size));
   } catch (const std::exception& e) {
-    reply_internal(w.resp, e.what());
+    w.answer.fail(job_errc::internal_error, e.what());
   }
 }
 
-// http-api.md §5.2, driven by events and timers instead of a sleep loop.
+// http-api.md §5.2 (actors/long_poll.hpp), driven by events and timers, not a sleep loop.
 void evaluate_waiters(self_ptr self) {
   auto& st = self->state;
   // Also while a store write is in flight or retried: a waiter is owed its answer at its
   // deadline, and what it shows is what is known (known_row).
   if (st.waiters.empty()) return;
   // Done first, then the size: a done job's log does not grow, so that size is final.
-  bool job_done = shown_done(self);
-  auto size = io::text::file_size_or_zero(st.output_abs);
-  auto now = clock_type::now();
-  for (auto it = st.waiters.begin(); it != st.waiters.end();) {
-    auto& w = *it;
-    bool answer = false;
-    if (w.p.offset > size) {
-      reply_error(w.resp, 400, "invalid_offset",
-                  "offset " + std::to_string(w.p.offset) + " exceeds current file size " +
-                      std::to_string(size));
-      it = st.waiters.erase(it);
-      continue;
-    }
-    if (size > w.last_size) {
-      w.last_size = size;
-      if (size > w.p.offset) {
-        w.saw_output = true;
-        w.last_growth = now;
-      }
-    }
-    auto idle = std::chrono::duration_cast<clock_type::duration>(
-        std::chrono::duration<double>(w.p.idle_flush_s));
-    if (job_done)
-      answer = true;  // (a) completion: everything from offset, maybe truncated
-    else if (size > w.p.offset && size - w.p.offset > w.p.limit)
-      answer = true;  // (b) a full window is ready
-    else if (size > w.p.offset && w.saw_output && now - w.last_growth >= idle)
-      answer = true;  // (c) output went quiet
-    else if (now >= w.deadline)
-      answer = true;  // (d) timeout
-    if (answer) {
-      answer_window(self, w, job_done);
-      it = st.waiters.erase(it);
-      continue;
-    }
-    auto next = w.deadline;
-    if (size > w.p.offset && w.saw_output) next = std::min(next, w.last_growth + idle);
-    if (!w.tick_at || next < *w.tick_at) {
-      w.tick_at = next;
-      auto delay = std::chrono::duration_cast<std::chrono::microseconds>(next - now) +
-                   std::chrono::microseconds(200);
-      self->delayed_send(self, delay, waiter_tick{w.id});
-    }
-    ++it;
-  }
+  const bool job_done = shown_done(self);
+  const auto size = io::text::file_size_or_zero(st.output_abs);
+  const auto now = self->clock().now();  // the actor clock: tests drive it deterministically
+  st.waiters.evaluate(
+      job_done, size, now,
+      [&](const job_state::waiter& w, poll_verdict v) {
+        if (v == poll_verdict::invalid_offset)
+          w.answer.fail(job_errc::invalid_offset, offset_text(w.p.offset, size));
+        else
+          answer_window(self, w, job_done);
+      },
+      [&](std::uint64_t id, clock_type::time_point at) {
+        auto delay = std::chrono::duration_cast<std::chrono::microseconds>(at - now) +
+                     std::chrono::microseconds(200);
+        self->delayed_send(self, delay, waiter_tick{id});
+      });
 }
 
-void add_waiter(self_ptr self, const wait_params& p, responder resp) {
+void add_waiter(self_ptr self, const wait_params& p, answer<job_result> reply) {
   auto& st = self->state;
-  auto now = clock_type::now();
-  auto size = io::text::file_size_or_zero(st.output_abs);
-  job_state::waiter w{st.next_waiter_id++,
-                      p,
-                      std::move(resp),
-                      now + std::chrono::duration_cast<clock_type::duration>(
-                                std::chrono::duration<double>(p.timeout_s)),
-                      size,
-                      size > p.offset,
-                      now,
-                      std::nullopt};
-  st.waiters.push_back(std::move(w));
+  st.waiters.add(p, std::move(reply), io::text::file_size_or_zero(st.output_abs),
+                 self->clock().now());
   evaluate_waiters(self);
 }
 
@@ -492,7 +457,7 @@ void answer_run(self_ptr self) {
   auto run = std::move(*st.run);
   st.run.reset();
   unguard(self, st.start_guard);
-  add_waiter(self, run.spec.wait, run.resp);
+  add_waiter(self, run.spec.wait, run.reply);
 }
 
 // ---------------------------------------------------------------- start (runtime.md §3)
@@ -613,6 +578,8 @@ bool retry_start(self_ptr self) {
   st.awaiting_pipe_ready = false;
   st.session_alive = false;
   st.pane_pid = 0;
+  // On this thread, rare as it is (only after tmux died): it must be over before the stale
+  // markers go and the new start begins.
   io::tmux::kill_processes_naming(file(self, ".pipe-ready"));
   for (const char* stale : {".pipe-ready", ".pipe-drained", ".pipe-failed"})
     ::unlink(file(self, stale).c_str());
@@ -662,8 +629,8 @@ void start_session(self_ptr self) {
 
 // The registry has forgotten the job: everything still waiting learns it is gone. Requests
 // the registry forwarded before that are ahead of `retire` in the mailbox and get 404 too.
-// Before the actor quits, every answer it still holds is given: a responder destroyed
-// unanswered reaches its client as "request was dropped without an answer".
+// Before the actor quits, every answer it still holds is given: an answer it took along
+// would leave its client waiting for the edge's request timeout.
 void answer_everything_held(self_ptr self, std::string_view why) {
   auto& st = self->state;
   // Continuations first: they answer (terminate, forced delete) with the last row.
@@ -676,21 +643,19 @@ void answer_everything_held(self_ptr self, std::string_view why) {
   for (auto& c : after_term) c();
   if (st.run) {
     // A start cut short (a forced delete, a shutdown): the job's result as it stands.
-    io::text::output_window empty{"", 0, false};
-    st.run->resp.send(json_response(200, job_result_json(shown_row(self), st.output_abs, empty)));
+    st.run->reply.ok(result_window(self, io::text::output_window{"", 0, false}));
     st.run.reset();
   }
   for (auto& [id, g] : st.guarded_answers)
-    reply_error(g.resp, 503, "unavailable", std::string(why));  // a no-op when answered
+    g.reply.fail(job_errc::unavailable, std::string(why));  // a no-op when answered
   st.guarded_answers.clear();
 }
 
 void finish_removal(self_ptr self) {
   auto& st = self->state;
   st.removed = true;
-  for (auto& w : st.waiters) reply_error(w.resp, 404, "job_not_found", "Unknown job id");
-  st.waiters.clear();
-  for (auto& call : st.during_removal) reply_error(call.resp, 404, "job_not_found", "Unknown job id");
+  for (auto& w : st.waiters.take_all()) w.answer.fail(job_errc::job_not_found, "Unknown job id");
+  for (auto& held : st.during_removal) held.reply.fail(job_errc::job_not_found, "Unknown job id");
   st.during_removal.clear();
   answer_everything_held(self, "the job was removed");
   self->send(self, retire{});
@@ -723,7 +688,7 @@ void begin_run(self_ptr self) {
       std::fprintf(stderr, "shellctl: job %s: home view: %s\n", st.row.job_id.c_str(), why.c_str());
   } catch (const std::exception& e) {
     remove_job_files(self);
-    reply_internal(st.run->resp, e.what());
+    st.run->reply.fail(job_errc::internal_error, e.what());
     st.run.reset();
     abandon(self);
     return;
@@ -732,17 +697,17 @@ void begin_run(self_ptr self) {
   // is its answer, should failing the start itself wait on the store.
   self->delayed_send(self, st.cfg.pipe_ready_timeout, start_deadline{});
   st.start_guard = guard_answer(
-      self, st.run->resp, st.cfg.pipe_ready_timeout + std::chrono::seconds(5),
+      self, st.run->reply, st.cfg.pipe_ready_timeout + std::chrono::seconds(5),
       "the job is not started: it will be recorded as failed (start_failed)");
-  store_request(self, caf::make_message(store_insert{st.row}), [self](store_reply& r) {
+  store_request(self, store_insert{st.row}, [self](store_reply& r) {
     auto& st = self->state;
     if (r.ok && r.changed && start_abandoned(self)) return;
     if (!r.ok || !r.changed) {
       remove_job_files(self);
       if (!r.ok)
-        reply_internal(st.run->resp, r.error);
+        st.run->reply.fail(job_errc::internal_error, r.error);
       else
-        reply_error(st.run->resp, 500, "job_id_collision", "Failed to allocate a unique job id");
+        st.run->reply.fail(job_errc::job_id_collision, "Failed to allocate a unique job id");
       st.run.reset();
       abandon(self);
       return;
@@ -754,7 +719,7 @@ void begin_run(self_ptr self) {
         return;
       }
       auto& st = self->state;
-      self->request(st.peers.watcher, caf::infinite, watch_dir{st.dir, caf::actor_cast<caf::actor>(self)})
+      self->request(st.peers.watcher, caf::infinite, watch_dir{st.dir, caf::actor_cast<dir_listener>(self)})
           .then([self](watch_ack& ack) {
             self->state.watching = ack.ok;
             if (start_abandoned(self)) return;
@@ -774,6 +739,10 @@ void recover(self_ptr self, bool alive) {
   auto& st = self->state;
   st.session_alive = alive;
   st.starting = false;
+  // The session's end comes from tmux_server (at once, if it ended since the listing).
+  if (alive)
+    self->send(st.peers.tmux,
+               track_session{st.row.session_name, caf::actor_cast<session_owner>(self)});
   if (!io::fs::exists(st.dir)) {
     // Only a delete removes a job dir before its row (when the disk was full): finish it.
     remove_job(self, std::nullopt);
@@ -786,7 +755,7 @@ void recover(self_ptr self, bool alive) {
     settle(self);
     return;
   }
-  self->request(st.peers.watcher, caf::infinite, watch_dir{st.dir, caf::actor_cast<caf::actor>(self)})
+  self->request(st.peers.watcher, caf::infinite, watch_dir{st.dir, caf::actor_cast<dir_listener>(self)})
       .then([self](watch_ack& ack) {
         auto& st = self->state;
         st.watching = ack.ok;
@@ -796,7 +765,7 @@ void recover(self_ptr self, bool alive) {
             // A crash before the gate opened: the script never ran and the client never
             // learned the id (the run answer waits for the gate). Whatever of the start
             // survives (a runner at its gate) is stopped. Not lost: nothing was running.
-            io::tmux::kill_process_groups_naming(st.dir);
+            self->send(st.peers.cleanup, kill_groups_naming{st.dir});
             fail_start(self, "start interrupted by a server restart; the script never ran");
             return;
           }
@@ -888,30 +857,33 @@ void finish_terminate(self_ptr self) {
   });
 }
 
-void remove_row(self_ptr self, std::optional<responder> resp, std::uint64_t guard,
+using delete_answer = std::optional<answer<job_deleted>>;
+void remove_row(self_ptr self, delete_answer reply, std::uint64_t guard,
                 std::chrono::milliseconds backoff);
 
-void remove_job(self_ptr self, std::optional<responder> resp, std::uint64_t guard) {
+void remove_job(self_ptr self, delete_answer reply, std::uint64_t guard) {
   auto& st = self->state;
   if (st.removing) {
-    // A delete racing another removal: answered when that one is complete.
-    if (resp) st.during_removal.push_back(job_call{st.row.job_id, op_delete{true, 0}, *resp});
+    // A delete racing another removal: answered when that one is complete (404 then).
+    if (reply)
+      st.during_removal.push_back(
+          job_state::held_request{[self, r = *reply] { remove_job(self, r); }, *reply});
     return;
   }
   st.removing = true;
   kill_session(self);
-  remove_row(self, std::move(resp), guard, std::chrono::milliseconds(0));
+  remove_row(self, std::move(reply), guard, std::chrono::milliseconds(0));
 }
 
 // The row goes first (a crash then leaves only a directory, removed at startup). A write
 // that fails for a passing reason is retried until it succeeds; on a full disk the job's
 // files go right away to make room (a row left without its directory is a delete that a
 // restart completes).
-void remove_row(self_ptr self, std::optional<responder> resp, std::uint64_t guard,
+void remove_row(self_ptr self, delete_answer reply, std::uint64_t guard,
                 std::chrono::milliseconds backoff) {
   auto& st = self->state;
   self->request(st.peers.store, caf::infinite, store_remove{st.row.job_id})
-      .then([self, resp, guard, backoff](store_reply& r) {
+      .then([self, reply, guard, backoff](store_reply& r) {
         auto& st = self->state;
         if (!r.ok && r.transient) {
           if (!st.store_failing)
@@ -922,73 +894,63 @@ void remove_row(self_ptr self, std::optional<responder> resp, std::uint64_t guar
           auto next = std::min(std::max(backoff * 2, std::chrono::milliseconds(100)),
                                std::chrono::milliseconds(2000));
           self->delayed_send(self, next, remove_retry_tick{});
-          st.remove_retry = [self, resp, guard, next] { remove_row(self, resp, guard, next); };
+          st.remove_retry = [self, reply, guard, next] { remove_row(self, reply, guard, next); };
           return;
         }
         st.store_failing = false;
         unguard(self, guard);
         if (!r.ok) {
           st.removing = false;
-          if (resp) reply_internal(*resp, r.error);
+          if (reply) reply->fail(job_errc::internal_error, r.error);
           // The job still exists: the requests that waited are served normally.
-          for (auto& call : st.during_removal) self->send(self, std::move(call));
+          auto held = std::move(st.during_removal);
           st.during_removal.clear();
+          for (auto& h : held) h.serve();
           return;
         }
         remove_job_files(self);
         if (st.watching) self->send(st.peers.watcher, unwatch_dir{st.dir});
         st.watching = false;
         self->request(st.peers.registry, caf::infinite, job_removed{st.row.job_id})
-            .then([self, resp, changed = r.changed](removal_ack&) {
-              auto& st = self->state;
+            .then([self, reply, changed = r.changed](removal_ack&) {
               finish_removal(self);
-              if (resp) {
-                if (changed) {
-                  io::json::writer w;
-                  w.begin_object().key("job_id").value(st.row.job_id).key("deleted").value(true);
-                  w.end_object();
-                  resp->send(json_response(200, w.finish()));
-                } else {
-                  reply_error(*resp, 404, "job_not_found", "Unknown job id");
-                }
-              }
+              if (!reply) return;
+              if (changed)
+                reply->ok(job_deleted{self->state.row.job_id});
+              else
+                reply->fail(job_errc::job_not_found, "Unknown job id");
             });
       });
 }
 
 // ---------------------------------------------------------------- input (runtime.md §3.5)
 
-void deliver_input(self_ptr self, op_input in, responder resp) {
+void deliver_input(self_ptr self, const input_request& in, const answer<job_result>& reply) {
   auto& st = self->state;
   if (done(self)) {
-    reply_error(resp, 409, "job_not_running", "Job " + st.row.job_id + " is already terminal");
+    reply.fail(job_errc::job_not_running, "Job " + st.row.job_id + " is already terminal");
     return;
   }
   if (!is_pty(self)) {
-    reply_error(resp, 409, "input_unsupported", "stdio jobs do not support input");
+    reply.fail(job_errc::input_unsupported, "stdio jobs do not support input");
     return;
   }
   if (in.text.empty()) {  // pastes nothing; tmux would refuse an empty buffer
-    add_waiter(self, in.p, std::move(resp));
+    add_waiter(self, in.p, reply);
     return;
   }
   std::random_device rd;
   char rnd[17];
   std::snprintf(rnd, sizeof rnd, "%08x%08x", rd(), rd());
   std::string path = io::fs::join(st.cfg.runtime_dir, "shellctl-input-" + st.row.job_id + "-" + rnd);
-  try {
-    io::fs::write_file(path, in.text, 0600);
-  } catch (const std::exception& e) {
-    reply_internal(resp, e.what());
-    return;
-  }
+  io::fs::write_file(path, in.text, 0600);  // a failure is answered by the caller's catch
   const std::string buffer = "shellctl-in-" + st.row.job_id;
-  const auto guard = guard_answer(self, resp, std::chrono::seconds(10));
+  const auto guard = guard_answer(self, reply, std::chrono::seconds(10));
   tmux(self,
        {tmux_line("load-buffer").flag("-b").arg(buffer).format_arg(path).line(),
         tmux_line("paste-buffer").flag("-t").arg(pane(self)).flag("-b").arg(buffer).line(),
         tmux_line("delete-buffer").flag("-b").arg(buffer).line()},
-       [self, path, in, resp, guard](tmux_reply& r) {
+       [self, path, p = in.p, reply, guard](tmux_reply& r) {
          unguard(self, guard);
          ::unlink(path.c_str());
          auto& st = self->state;
@@ -996,84 +958,107 @@ void deliver_input(self_ptr self, op_input in, responder resp) {
          if (!r.ok) {
            if (io::tmux::is_target_missing(r.error)) {
              if (done(self))
-               reply_error(resp, 409, "job_not_running",
-                           "Job " + st.row.job_id + " is already terminal");
+               reply.fail(job_errc::job_not_running,
+                          "Job " + st.row.job_id + " is already terminal");
              else
-               reply_error(resp, 409, "tmux_target_missing", r.error);
+               reply.fail(job_errc::tmux_target_missing, r.error);
            } else {
-             reply_error(resp, 500, "tmux_input_failed", r.error);
+             reply.fail(job_errc::tmux_input_failed, r.error);
            }
            return;
          }
-         add_waiter(self, in.p, resp);
+         add_waiter(self, p, reply);
        });
 }
 
-// ---------------------------------------------------------------- dispatch
+// ---------------------------------------------------------------- requests
 
-void handle_call(self_ptr self, job_call& call) {
+void serve_request(self_ptr self, const wait_request& req, const answer<job_result>& reply) {
+  add_waiter(self, req.p, reply);
+}
+
+void serve_request(self_ptr self, const tail_request& req, const answer<job_result>& reply) {
+  auto row = shown_row(self);
+  auto win = io::text::read_output_tail(self->state.output_abs, req.limit);
+  reply.ok(job_result{std::move(row), self->state.output_abs, std::move(win)});
+}
+
+void serve_request(self_ptr self, const status_request&, const answer<job_status_view>& reply) {
+  reply_status(self, reply);
+}
+
+void serve_request(self_ptr self, const input_request& req, const answer<job_result>& reply) {
+  deliver_input(self, req, reply);
+}
+
+void serve_request(self_ptr self, const terminate_request& req,
+                   const answer<job_status_view>& reply) {
+  auto& st = self->state;
+  if (done(self) && !st.terminating) {
+    kill_session(self);
+    when_output_final(self, [self, reply] { reply_status(self, reply); });
+    return;
+  }
+  auto g = guard_answer(self, reply, seconds_ms(req.grace_s) + std::chrono::seconds(10));
+  begin_terminate(self, req.grace_s, [self, g, reply] {
+    unguard(self, g);
+    reply_status(self, reply);
+  });
+}
+
+void serve_request(self_ptr self, const delete_request& req, const answer<job_deleted>& reply) {
+  auto& st = self->state;
+  if (!done(self) && !req.force) {
+    reply.fail(job_errc::job_running, "Job " + st.row.job_id + " is still running");
+    return;
+  }
+  // A terminate under way (even one whose row is already terminal) ends first: its caller
+  // is answered before the job disappears. The removal may wait on the store: bounded like
+  // every such answer.
+  auto g = guard_answer(self, reply, seconds_ms(req.grace_s) + std::chrono::seconds(10));
+  if (!done(self) || st.terminating) {
+    begin_terminate(self, req.grace_s, [self, g, reply] { remove_job(self, reply, g); });
+    return;
+  }
+  remove_job(self, reply, g);
+}
+
+// Every client request enters here: answered 404 once the job is removed, held while it
+// is being removed (never answered while its files still exist), served otherwise.
+// An exception must not end the actor (every request queued to it would go unanswered):
+// this one request gets internal_error instead.
+template <class Request, class Reply>
+void serve_or_hold(self_ptr self, const Request& req, const answer<Reply>& reply) {
   auto& st = self->state;
   if (st.removed) {
-    reply_error(call.resp, 404, "job_not_found", "Unknown job id");
+    reply.fail(job_errc::job_not_found, "Unknown job id");
     return;
   }
   if (st.removing) {
-    st.during_removal.push_back(std::move(call));
+    st.during_removal.push_back(
+        job_state::held_request{[self, req, reply] { serve_or_hold(self, req, reply); }, reply});
     return;
   }
-  std::visit(
-      [&](auto& op) {
-        using T = std::decay_t<decltype(op)>;
-        if constexpr (std::is_same_v<T, op_wait>) {
-          add_waiter(self, op.p, call.resp);
-        } else if constexpr (std::is_same_v<T, op_tail>) {
-          try {
-            auto row = shown_row(self);
-            auto win = io::text::read_output_tail(st.output_abs, op.limit);
-            call.resp.send(json_response(200, job_result_json(row, st.output_abs, win)));
-          } catch (const std::exception& e) {
-            reply_internal(call.resp, e.what());
-          }
-        } else if constexpr (std::is_same_v<T, op_status>) {
-          reply_status(self, call.resp);
-        } else if constexpr (std::is_same_v<T, op_input>) {
-          deliver_input(self, op, call.resp);
-        } else if constexpr (std::is_same_v<T, op_terminate>) {
-          if (done(self) && !st.terminating) {
-            kill_session(self);
-            when_output_final(self, [self, resp = call.resp] { reply_status(self, resp); });
-            return;
-          }
-          auto g = guard_answer(self, call.resp, seconds_ms(op.grace_s) + std::chrono::seconds(10));
-          begin_terminate(self, op.grace_s, [self, g, resp = call.resp] {
-            unguard(self, g);
-            reply_status(self, resp);
-          });
-        } else if constexpr (std::is_same_v<T, op_delete>) {
-          if (!done(self) && !op.force) {
-            reply_error(call.resp, 409, "job_running", "Job " + st.row.job_id + " is still running");
-            return;
-          }
-          // A terminate under way (even one whose row is already terminal) ends first:
-          // its caller is answered before the job disappears.
-          // The removal may wait on the store: bounded like every such answer.
-          auto g = guard_answer(self, call.resp, seconds_ms(op.grace_s) + std::chrono::seconds(10));
-          if (!done(self) || st.terminating) {
-            begin_terminate(self, op.grace_s, [self, g, resp = call.resp] {
-              remove_job(self, resp, g);
-            });
-            return;
-          }
-          remove_job(self, call.resp, g);
-        }
-      },
-      call.op);
+  try {
+    serve_request(self, req, reply);
+  } catch (const std::exception& e) {
+    reply.fail(job_errc::internal_error, e.what());
+  }
+}
+
+template <class Request, class Reply>
+auto request_handler(self_ptr self) {
+  return [self](Request& req) -> caf::result<Reply> {
+    auto reply = answer_later<Reply>(self);
+    serve_or_hold(self, req, reply);
+    return reply.promise();
+  };
 }
 
 }  // namespace
 
-caf::behavior job_actor(caf::stateful_actor<job_state>* self, job_settings cfg, job_peers peers,
-                        job_row row, std::optional<run_call> run) {
+job_actor_type::behavior_type job_actor(job_actor_type::stateful_pointer<job_state> self,
+                                        job_settings cfg, job_peers peers, job_row row) {
   auto& st = self->state;
   st.cfg = std::move(cfg);
   st.peers = std::move(peers);
@@ -1081,22 +1066,22 @@ caf::behavior job_actor(caf::stateful_actor<job_state>* self, job_settings cfg, 
   st.dir = io::fs::join(st.cfg.state_dir, "jobs/" + st.row.job_id);
   st.output_abs = io::fs::join(st.cfg.state_dir, st.row.output_path);
   st.shown_live_status = done(self) ? "running" : st.row.status;
-  if (run) {
-    st.run = std::move(run);
-    st.starting = true;
-    begin_run(self);
-  }
   return {
-      [self](job_call& call) {
-        // An exception must not end the actor: every request queued to it would be
-        // dropped unanswered. This one gets a 500 instead.
-        auto resp = call.resp;
-        try {
-          handle_call(self, call);
-        } catch (const std::exception& e) {
-          reply_internal(resp, e.what());
-        }
+      // The first message of a new job (the registry delegates its run): start it.
+      [self](run_request& req) -> caf::result<job_result> {
+        auto& st = self->state;
+        auto reply = answer_later<job_result>(self);
+        st.run = job_state::pending_run{std::move(req.spec), reply};
+        st.starting = true;
+        begin_run(self);
+        return reply.promise();
       },
+      request_handler<wait_request, job_result>(self),
+      request_handler<tail_request, job_result>(self),
+      request_handler<status_request, job_status_view>(self),
+      request_handler<input_request, job_result>(self),
+      request_handler<terminate_request, job_status_view>(self),
+      request_handler<delete_request, job_deleted>(self),
       [self](info_request&) -> job_info {
         auto r = shown_row(self);
         return {r.job_id, r.status, r.created_at, r.started_at, r.ended_at};
@@ -1129,8 +1114,7 @@ caf::behavior job_actor(caf::stateful_actor<job_state>* self, job_settings cfg, 
       },
       [self](recover_job& m) { recover(self, m.session_alive); },
       [self](waiter_tick& m) {
-        for (auto& w : self->state.waiters)
-          if (w.id == m.waiter_id) w.tick_at.reset();
+        self->state.waiters.ticked(m.waiter_id);
         evaluate_waiters(self);
       },
       [self](pipe_ready_timeout&) {
@@ -1180,11 +1164,10 @@ caf::behavior job_actor(caf::stateful_actor<job_state>* self, job_settings cfg, 
       },
       [self](shutdown_jobs&) {
         // Server shutdown: the job keeps running in tmux; open long-polls get what exists.
-        for (auto& w : self->state.waiters) answer_window(self, w, shown_done(self));
-        self->state.waiters.clear();
+        for (auto& w : self->state.waiters.take_all()) answer_window(self, w, shown_done(self));
         answer_everything_held(self, "the server is shutting down");
-        for (auto& call : self->state.during_removal)
-          reply_error(call.resp, 503, "unavailable", "the server is shutting down");
+        for (auto& held : self->state.during_removal)
+          held.reply.fail(job_errc::unavailable, "the server is shutting down");
         self->state.during_removal.clear();
         self->quit();
       },

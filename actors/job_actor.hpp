@@ -12,39 +12,37 @@
 #include <string>
 #include <vector>
 
-#include "actors/messages.hpp"
+#include "actors/interfaces.hpp"
+#include "actors/long_poll.hpp"
 #include "actors/settings.hpp"
 
 namespace shellctl::actors {
 
 struct job_peers {
-  caf::actor store;
-  caf::actor tmux;
-  caf::actor watcher;
-  caf::actor registry;
+  job_store_actor store;
+  tmux_server_actor tmux;
+  fs_watcher_actor watcher;
+  job_registry_actor registry;
+  cleanup_worker_actor cleanup;
 };
 
 struct job_state {
   static inline const char* name = "job_actor";
   using clock = std::chrono::steady_clock;
 
-  struct waiter {
-    std::uint64_t id;
-    wait_params p;
-    responder resp;
-    clock::time_point deadline;
-    std::uint64_t last_size;
-    bool saw_output;
-    clock::time_point last_growth;
-    std::optional<clock::time_point> tick_at;  // the earliest tick already scheduled
-  };
+  using waiter = long_poll_set<answer<job_result>>::waiter;
 
   job_settings cfg;
   job_peers peers;
   job_row row;
   std::string dir;         // S/jobs/<id>
   std::string output_abs;  // S/jobs/<id>/output.log
-  std::optional<run_call> run;  // the run request that created this job (until answered)
+  // The run request that created this job, until answered.
+  struct pending_run {
+    run_spec spec;
+    answer<job_result> reply;
+  };
+  std::optional<pending_run> run;
 
   bool starting = false;       // the "starting set" of runtime.md §7
   bool session_alive = false;  // as far as tmux_server has told us
@@ -72,13 +70,7 @@ struct job_state {
 
   // A store write that failed for a passing reason (disk full...) is retried until it
   // succeeds; meanwhile `pending_row` is what it will make of the row, and answers show it.
-  struct store_retry_state {
-    caf::message msg;
-    std::function<void(store_reply&)> then;
-    std::optional<job_row> expected;
-    std::chrono::milliseconds backoff{0};
-  };
-  std::optional<store_retry_state> store_retry;
+  std::function<void()> store_retry;  // sends the failed write again
   std::optional<job_row> pending_row;
   bool store_failing = false;  // logged once per failing stretch
   std::function<void()> remove_retry;  // a delete whose row removal is being retried
@@ -91,18 +83,21 @@ struct job_state {
   // Answers that wait on tmux or the store: each gets a 503 at its deadline unless the
   // step it waits on completed first (answer_deadline).
   struct guarded_answer {
-    responder resp;
+    held_answer reply;
     std::string outcome;  // what becomes of the request, for the 503's message
   };
   std::map<std::uint64_t, guarded_answer> guarded_answers;
   std::uint64_t start_guard = 0;
   std::uint64_t next_guard_id = 1;
 
-  std::vector<waiter> waiters;
+  long_poll_set<answer<job_result>> waiters;
   // Requests that arrived while the job was being removed: answered once the removal is
   // complete (404 when it succeeded), never while its files still exist.
-  std::vector<job_call> during_removal;
-  std::uint64_t next_waiter_id = 1;
+  struct held_request {
+    std::function<void()> serve;  // serves it as if it arrived now
+    held_answer reply;
+  };
+  std::vector<held_request> during_removal;
 
   // terminate in progress: answered when the session is gone or the grace ran out (D9)
   bool terminating = false;
@@ -110,9 +105,9 @@ struct job_state {
   std::vector<std::function<void()>> after_terminate;
 };
 
-// `run` is set for a new job (the registry created its directory); unset for a job
-// recovered from the database, which then gets `recover_job`.
-caf::behavior job_actor(caf::stateful_actor<job_state>* self, job_settings cfg, job_peers peers,
-                        job_row row, std::optional<run_call> run);
+// A new job (the registry created its directory) gets `run_request` first; a job
+// recovered from the database gets `recover_job`.
+job_actor_type::behavior_type job_actor(job_actor_type::stateful_pointer<job_state> self,
+                                        job_settings cfg, job_peers peers, job_row row);
 
 }  // namespace shellctl::actors

@@ -2,12 +2,13 @@
 
 #include <sys/random.h>
 
+#include <cerrno>
+
 #include <algorithm>
 #include <filesystem>
 #include <set>
 #include <memory>
 
-#include "actors/api_views.hpp"
 #include "io/fs/files.hpp"
 #include "io/fs/home_views.hpp"
 #include "io/sandbox/path_rules.hpp"
@@ -16,14 +17,19 @@
 namespace shellctl::actors {
 namespace {
 
-using self_ptr = caf::stateful_actor<job_registry_state>*;
+using self_ptr = job_registry_actor::stateful_pointer<job_registry_state>;
 
+// Empty when the kernel gives no randomness (getrandom fails for good): the caller
+// answers an error instead of spinning.
 std::string random_job_id() {
   unsigned char bytes[8];
   size_t got = 0;
-  while (got < sizeof bytes) {
+  for (int tries = 0; got < sizeof bytes; ++tries) {
     ssize_t n = getrandom(bytes + got, sizeof bytes - got, 0);
-    if (n > 0) got += static_cast<size_t>(n);
+    if (n > 0)
+      got += static_cast<size_t>(n);
+    else if (tries >= 100 || (n < 0 && errno != EINTR && errno != EAGAIN))
+      return {};
   }
   static const char hex[] = "0123456789abcdef";
   std::string id;
@@ -34,10 +40,10 @@ std::string random_job_id() {
   return id;
 }
 
-caf::actor spawn_job(self_ptr self, job_row row, std::optional<run_call> run) {
+job_actor_type spawn_job(self_ptr self, job_row row) {
   auto& st = self->state;
   auto id = row.job_id;
-  auto job = self->spawn(job_actor, st.cfg, st.peers, std::move(row), std::move(run));
+  auto job = self->spawn(job_actor, st.cfg, st.peers, std::move(row));
   st.jobs[id] = job;
   return job;
 }
@@ -70,47 +76,33 @@ std::string check_job_home(const job_settings& cfg, const run_spec& spec, std::s
   return "";
 }
 
-void admit(self_ptr self, run_call& call) {
+caf::result<job_result> admit(self_ptr self, run_request& req) {
   auto& st = self->state;
-  auto& spec = call.spec;
+  auto& spec = req.spec;
   // cwd: absent/empty means the server's HOME; relative paths resolve against the
   // server's working directory; cleaned, symlinks kept (http-api.md §5.1). Control
   // characters never reach tmux or a shell (G3).
   std::string given = spec.cwd.empty() ? st.cfg.default_cwd : spec.cwd;
-  if (io::sandbox::has_control_chars(given)) {
-    call.resp.send(error_response(400, "invalid_cwd", "cwd must not contain control characters"));
-    return;
-  }
+  if (io::sandbox::has_control_chars(given))
+    return make_job_error(job_errc::invalid_cwd, "cwd must not contain control characters");
   std::string cwd = io::fs::absolute_clean(given);
-  if (given.empty() || !io::fs::is_dir(cwd)) {
-    call.resp.send(error_response(400, "invalid_cwd", "cwd is not a directory: " + given));
-    return;
-  }
+  if (given.empty() || !io::fs::is_dir(cwd))
+    return make_job_error(job_errc::invalid_cwd, "cwd is not a directory: " + given);
   // tmux allocates the whole screen (and we keep no scrollback): the size is bounded.
-  if (spec.cols < 0 || spec.cols > 4096 || spec.rows < 0 || spec.rows > 4096) {
-    call.resp.send(error_response(422, "validation_error",
-                                  "terminal cols and rows must be between 1 and 4096"));
-    return;
-  }
-  if (auto why = check_job_home(st.cfg, spec, spec.home_view); !why.empty()) {
-    call.resp.send(error_response(422, "validation_error", why));
-    return;
-  }
+  if (spec.cols < 0 || spec.cols > 4096 || spec.rows < 0 || spec.rows > 4096)
+    return make_job_error(job_errc::validation_error,
+                          "terminal cols and rows must be between 1 and 4096");
+  if (auto why = check_job_home(st.cfg, spec, spec.home_view); !why.empty())
+    return make_job_error(job_errc::validation_error, why);
   std::string id;
   for (int attempt = 0; attempt < 20 && id.empty(); ++attempt) {
     std::string candidate = random_job_id();
-    try {
-      if (io::fs::make_dir(io::fs::join(st.cfg.state_dir, "jobs/" + candidate), 0700))
-        id = candidate;
-    } catch (const std::exception& e) {
-      call.resp.send(error_response(500, "internal_error", e.what()));
-      return;
-    }
+    if (candidate.empty()) break;
+    if (io::fs::make_dir(io::fs::join(st.cfg.state_dir, "jobs/" + candidate), 0700))
+      id = candidate;
   }
-  if (id.empty()) {
-    call.resp.send(error_response(500, "job_id_collision", "Failed to allocate a unique job id"));
-    return;
-  }
+  if (id.empty())
+    return make_job_error(job_errc::job_id_collision, "Failed to allocate a unique job id");
   job_row row;
   row.job_id = id;
   row.script_path = "jobs/" + id + "/script";
@@ -123,41 +115,44 @@ void admit(self_ptr self, run_call& call) {
   row.pane_target = "shellctl-" + id + ":0.0";
   row.created_at = io::text::utc_now();
   row.updated_at = row.created_at;
-  row.mode = spec.mode;
+  row.mode = mode_text(spec.mode);
   st.newest_first.push_front(id);
-  spawn_job(self, std::move(row), std::move(call));
+  // The new actor starts the job and answers the requester itself.
+  return self->delegate(spawn_job(self, std::move(row)), std::move(req));
 }
 
 // GET /v1/jobs: every job actor reports its (materialized) state; the answer keeps the
 // creation order, applies the status filter, then the limit (http-api.md §5.6).
-void list(self_ptr self, list_call& call) {
+caf::result<job_list> list(self_ptr self, const list_request& req) {
   auto& st = self->state;
   struct collector {
     std::vector<std::optional<job_info>> infos;
     std::size_t outstanding;
-    list_call call;
+    list_request req;
+    answer<job_list> reply;
   };
-  std::vector<std::pair<std::size_t, caf::actor>> targets;
+  std::vector<std::pair<std::size_t, job_actor_type>> targets;
   std::size_t index = 0;
   for (auto& id : st.newest_first) {
     auto it = st.jobs.find(id);
     if (it != st.jobs.end()) targets.emplace_back(index++, it->second);
   }
   auto col = std::make_shared<collector>(collector{std::vector<std::optional<job_info>>(index),
-                                                   targets.size(), std::move(call)});
+                                                   targets.size(), req,
+                                                   answer_later<job_list>(self)});
   auto finish = [col] {
-    std::vector<job_info> out;
+    job_list out;
     for (auto& i : col->infos) {
       if (!i) continue;  // vanished meanwhile
-      if (col->call.status && i->status != *col->call.status) continue;
-      out.push_back(std::move(*i));
-      if (out.size() >= col->call.limit) break;
+      if (col->req.status && i->status != *col->req.status) continue;
+      out.jobs.push_back(std::move(*i));
+      if (out.jobs.size() >= col->req.limit) break;
     }
-    col->call.resp.send(json_response(200, job_list_json(out)));
+    col->reply.ok(std::move(out));
   };
   if (targets.empty()) {
     finish();
-    return;
+    return col->reply.promise();
   }
   for (auto& [i, job] : targets) {
     self->request(job, std::chrono::seconds(30), info_request{})
@@ -170,51 +165,58 @@ void list(self_ptr self, list_call& call) {
               if (--col->outstanding == 0) finish();
             });
   }
+  return col->reply.promise();
 }
 
 // A job directory without a row is what a crash leaves between the directory's
 // creation and the row's insert, or between a delete's row removal and its rm -rf:
 // no client ever saw such a job (or it was deleted), so it goes (D8).
 void remove_orphan_dirs(self_ptr self, const std::vector<job_row>& rows) {
+  // What a crash left in the trash goes first (the worker runs these in order).
+  self->send(self->state.peers.cleanup, remove_tree{self->state.cfg.trash_dir()});
   std::set<std::string> known;
   for (auto& r : rows) known.insert(r.job_id);
   std::error_code ec;
   auto jobs_dir = io::fs::join(self->state.cfg.state_dir, "jobs");
   for (auto& entry : std::filesystem::directory_iterator(jobs_dir, ec)) {
     auto name = entry.path().filename().string();
-    if (!known.count(name) && !self->state.jobs.count(name)) io::fs::remove_tree(entry.path().string());
+    if (!known.count(name) && !self->state.jobs.count(name))
+      self->send(self->state.peers.cleanup,
+                 remove_tree{io::fs::move_aside(entry.path().string(), self->state.cfg.trash_dir())});
   }
   for (auto& [id, job] : self->state.jobs) known.insert(id);
   io::fs::prune_home_views(self->state.cfg.state_dir, known);
 }
 
+// A request about one job goes to its actor, which answers the requester (delegation).
+template <class Request, class Reply>
+auto to_job(self_ptr self) {
+  return [self](Request& req) -> caf::result<Reply> {
+    auto it = self->state.jobs.find(req.job_id);
+    if (it == self->state.jobs.end())
+      return make_job_error(job_errc::job_not_found, "Unknown job id");
+    return self->delegate(it->second, std::move(req));
+  };
+}
+
 // Serving: every job exists as an actor; requests go straight to them.
-caf::behavior serving(self_ptr self) {
+job_registry_actor::behavior_type serving(self_ptr self) {
   return {
-      [self](run_call& call) {
-        auto resp = call.resp;
+      [self](run_request& req) -> caf::result<job_result> {
         try {
-          admit(self, call);
+          return admit(self, req);
         } catch (const std::exception& e) {
-          resp.send(error_response(500, "internal_error", e.what()));
+          return make_job_error(job_errc::internal_error, e.what());
         }
       },
-      [self](job_call& call) {
-        auto it = self->state.jobs.find(call.job_id);
-        if (it == self->state.jobs.end()) {
-          call.resp.send(error_response(404, "job_not_found", "Unknown job id"));
-          return;
-        }
-        self->send(it->second, std::move(call));
-      },
-      [self](list_call& call) { list(self, call); },
-      [self](sessions_gone& m) {
-        for (auto& name : m.names) {
-          if (name.rfind("shellctl-", 0) != 0) continue;
-          auto it = self->state.jobs.find(name.substr(9));
-          if (it != self->state.jobs.end()) self->send(it->second, session_gone{m.server_died});
-        }
-      },
+      to_job<wait_request, job_result>(self),
+      to_job<tail_request, job_result>(self),
+      to_job<status_request, job_status_view>(self),
+      to_job<input_request, job_result>(self),
+      to_job<terminate_request, job_status_view>(self),
+      to_job<delete_request, job_deleted>(self),
+      [self](list_request& req) { return list(self, req); },
+      [](recover_all&) -> store_rows { return {}; },  // recovered already
       [self](job_removed& m) -> removal_ack {
         auto& st = self->state;
         st.jobs.erase(m.job_id);
@@ -236,19 +238,28 @@ caf::behavior serving(self_ptr self) {
   };
 }
 
+// Recovering: a message that needs the recovered registry waits in the mailbox.
+template <class Message, class Reply = void>
+auto wait_for_recovery() {
+  return [](Message&) -> caf::result<Reply> { return caf::skip; };
+}
+
 }  // namespace
 
-caf::behavior job_registry(caf::stateful_actor<job_registry_state>* self, job_settings cfg,
-                           caf::actor store, caf::actor tmux, caf::actor watcher) {
+job_registry_actor::behavior_type job_registry(
+    job_registry_actor::stateful_pointer<job_registry_state> self, job_settings cfg,
+    job_store_actor store, tmux_server_actor tmux, fs_watcher_actor watcher,
+    cleanup_worker_actor cleanup) {
   auto& st = self->state;
   st.cfg = std::move(cfg);
   st.peers = job_peers{std::move(store), std::move(tmux), std::move(watcher),
-                       caf::actor_cast<caf::actor>(self)};
+                       caf::actor_cast<job_registry_actor>(self), std::move(cleanup)};
   // Recovering: until every row has its actor, job requests wait in the mailbox
   // (caf::skip) instead of meeting a half-built registry; then `serving` takes over and
   // the skipped requests are handled in their order. The HTTP front (and /healthz) is
   // up meanwhile, so start-up time does not grow with the number of jobs (D8).
-  auto wait = [](auto&) -> caf::result<void> { return caf::skip; };
+  // The two requests below are unbounded on purpose: startup waits for them, and a store
+  // or tmux that never answers leaves nothing to serve (`serve` reports it and stops).
   return {
       [self](recover_all&) -> caf::result<store_rows> {
         auto rp = self->make_response_promise<store_rows>();
@@ -265,7 +276,7 @@ caf::behavior job_registry(caf::stateful_actor<job_registry_state>* self, job_se
                       if (self->state.jobs.count(row.job_id)) continue;
                       bool alive = sessions.names.count(row.session_name) > 0;
                       self->state.newest_first.push_back(row.job_id);
-                      auto job = spawn_job(self, row, std::nullopt);
+                      auto job = spawn_job(self, row);
                       self->send(job, recover_job{alive});
                     }
                     store_rows summary;
@@ -277,11 +288,16 @@ caf::behavior job_registry(caf::stateful_actor<job_registry_state>* self, job_se
             });
         return rp;
       },
-      [wait](run_call& m) { return wait(m); },
-      [wait](job_call& m) { return wait(m); },
-      [wait](list_call& m) { return wait(m); },
-      [wait](sessions_gone& m) { return wait(m); },
-      [wait](collect_jobs& m) { return wait(m); },
+      wait_for_recovery<run_request, job_result>(),
+      wait_for_recovery<wait_request, job_result>(),
+      wait_for_recovery<tail_request, job_result>(),
+      wait_for_recovery<status_request, job_status_view>(),
+      wait_for_recovery<input_request, job_result>(),
+      wait_for_recovery<terminate_request, job_status_view>(),
+      wait_for_recovery<delete_request, job_deleted>(),
+      wait_for_recovery<list_request, job_list>(),
+      wait_for_recovery<job_removed, removal_ack>(),
+      wait_for_recovery<collect_jobs>(),
       [self](shutdown_jobs&) { self->quit(); },
   };
 }

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "actors/job_actor.hpp"
-#include "actors/messages.hpp"
+#include "actors/interfaces.hpp"
 #include "actors/settings.hpp"
 
 namespace shellctl::actors {
@@ -17,11 +17,13 @@ struct job_registry_state {
   static inline const char* name = "job_registry";
   job_settings cfg;
   job_peers peers;  // `registry` is this actor
-  std::map<std::string, caf::actor> jobs;
+  std::map<std::string, job_actor_type> jobs;
   std::deque<std::string> newest_first;  // creation order for GET /v1/jobs
 };
 
-caf::behavior job_registry(caf::stateful_actor<job_registry_state>* self, job_settings cfg,
-                           caf::actor store, caf::actor tmux, caf::actor watcher);
+job_registry_actor::behavior_type job_registry(
+    job_registry_actor::stateful_pointer<job_registry_state> self, job_settings cfg,
+    job_store_actor store, tmux_server_actor tmux, fs_watcher_actor watcher,
+    cleanup_worker_actor cleanup);
 
 }  // namespace shellctl::actors

@@ -27,7 +27,8 @@ store_reply guarded(F f) {
 }
 }  // namespace
 
-caf::behavior job_store(caf::event_based_actor* self, std::shared_ptr<io::store::jobs_db> db) {
+job_store_actor::behavior_type job_store(job_store_actor::pointer self,
+                                         std::shared_ptr<io::store::jobs_db> db) {
   return {
       [db](store_insert& m) {
         return guarded([&] {
@@ -61,7 +62,7 @@ caf::behavior job_store(caf::event_based_actor* self, std::shared_ptr<io::store:
           return r;
         });
       },
-      [db](store_load_all&) {
+      [db](store_load_all&) -> store_rows {
         store_rows r;
         try {
           r.rows = db->list_all();
@@ -71,7 +72,7 @@ caf::behavior job_store(caf::event_based_actor* self, std::shared_ptr<io::store:
         }
         return r;
       },
-      [db](store_expired& m) {
+      [db](store_expired& m) -> store_ids {
         store_ids r;
         try {
           r.ids = db->expired_ids(m.cutoff);

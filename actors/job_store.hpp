@@ -3,13 +3,14 @@
 // thread), since a write may wait up to busy_timeout for shellctl-runner-exit.
 #include <memory>
 
-#include "actors/messages.hpp"
+#include "actors/interfaces.hpp"
 #include "io/store/jobs_db.hpp"
 
 namespace shellctl::actors {
 
 // `db` is opened by the caller (so that a bad database fails startup) and handed over:
 // after the spawn only the store's thread uses it.
-caf::behavior job_store(caf::event_based_actor* self, std::shared_ptr<io::store::jobs_db> db);
+job_store_actor::behavior_type job_store(job_store_actor::pointer self,
+                                         std::shared_ptr<io::store::jobs_db> db);
 
 }  // namespace shellctl::actors

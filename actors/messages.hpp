@@ -1,13 +1,14 @@
 #pragma once
-// The whole actor protocol in one place: every message struct, who sends it and who
-// answers it. Actors exchange these typed structs (never loose tuples); the HTTP front
-// enters through `http_call`, and answers leave through the `responder` a message carries.
+// The actor protocol: every message struct, who sends it and who answers it. The typed
+// interfaces that say which actor accepts which message are in actors/interfaces.hpp;
+// what the request messages are answered with (domain values, job_errc errors) is in
+// actors/domain.hpp. Nothing here knows HTTP except `http_call`, the edge's input.
 //
-//   libuv loop ─http_call→ router ─run_call/job_call/list_call→ job_registry ─→ job_actor
+//   libuv loop ─http_call→ api_edge ─*_request→ job_registry ─delegate→ job_actor
 //   job_actor ─store_*→ job_store (one SQLite connection, request/response)
 //   job_actor ─tmux_command→ tmux_server (one tmux control-mode client, request/response)
 //   job_actor ─watch_dir→ fs_watcher (one inotify fd) ─dir_changed→ job_actor
-//   tmux_server ─sessions_gone→ job_registry ─session_gone→ job_actor
+//   tmux_server ─session_gone→ job_actor (the owner of the session that ended)
 //   retention_gc ─store_expired→ job_store, ─collect_jobs→ job_registry ─collect_if_expired→ job_actor
 #include <caf/all.hpp>
 
@@ -19,35 +20,34 @@
 #include <variant>
 #include <vector>
 
+#include "actors/domain.hpp"
+#include "actors/long_poll.hpp"
+#include "actors/routes.hpp"
 #include "io/fs/inotify_source.hpp"
 #include "io/http/server.hpp"
 #include "io/store/jobs_db.hpp"
 
 namespace shellctl::actors {
 
-using io::http::responder;
-using io::store::job_row;
-
-// ---------------------------------------------------------------- HTTP → router
+// ---------------------------------------------------------------- HTTP front → api_edge
+// A request the front has matched to a route and authorized; the edge decodes it, asks
+// the actor that owns the answer and encodes the reply through `resp`.
 struct http_call {
   io::http::request req;
-  responder resp;
+  route_match route;
+  io::http::responder resp;
 };
 
-// ---------------------------------------------------------------- router → registry → job
-// Long-poll parameters after defaulting and clamping (http-api.md §5.2, D5).
-struct wait_params {
-  std::uint64_t offset = 0;
-  double timeout_s = 0;
-  std::uint64_t limit = 16384;
-  double idle_flush_s = 0.5;
-};
+// ---------------------------------------------------------------- api_edge → registry → job
+enum class job_mode : std::uint8_t { pty, stdio };
+// The mode as the jobs table spells it.
+inline const char* mode_text(job_mode m) { return m == job_mode::stdio ? "stdio" : "pty"; }
 
 struct run_spec {
   std::string script;
   std::string cwd;  // as given ("" = default); the registry resolves it
   std::vector<std::pair<std::string, std::string>> env;
-  std::string mode = "pty";
+  job_mode mode = job_mode::pty;
   std::int64_t cols = 200;
   std::int64_t rows = 50;
   wait_params wait;
@@ -56,56 +56,50 @@ struct run_spec {
   std::string home_view;
 };
 
-// POST /v1/jobs/run. Answered by the new job_actor (or the registry on admission errors).
-struct run_call {
+// POST /v1/jobs/run → job_result. The registry admits it and delegates it to the new
+// job's actor.
+struct run_request {
   run_spec spec;
-  responder resp;
 };
-
-struct op_wait {
+// POST /v1/jobs/{id}/wait → job_result
+struct wait_request {
+  std::string job_id;
   wait_params p;
 };
-struct op_tail {
+// GET /v1/jobs/{id}/log/tail → job_result
+struct tail_request {
+  std::string job_id;
   std::uint64_t limit;
 };
-struct op_status {};
-struct op_input {
+// GET /v1/jobs/{id} → job_status_view
+struct status_request {
+  std::string job_id;
+};
+// POST /v1/jobs/{id}/input → job_result
+struct input_request {
+  std::string job_id;
   std::string text;
   wait_params p;
 };
-struct op_terminate {
+// POST /v1/jobs/{id}/terminate → job_status_view
+struct terminate_request {
+  std::string job_id;
   double grace_s;
 };
-struct op_delete {
+// DELETE /v1/jobs/{id} → job_deleted
+struct delete_request {
+  std::string job_id;
   bool force;
   double grace_s;
 };
-using job_op = std::variant<op_wait, op_tail, op_status, op_input, op_terminate, op_delete>;
-
-// A request about one existing job. The registry answers 404 job_not_found itself when
-// the id is unknown; otherwise the job_actor answers.
-struct job_call {
-  std::string job_id;
-  job_op op;
-  responder resp;
-};
-
-// GET /v1/jobs. The registry asks every job actor for its info and answers.
-struct list_call {
+// GET /v1/jobs → job_list. The registry asks every job actor for its info and answers.
+struct list_request {
   std::optional<std::string> status;
   std::size_t limit;
-  responder resp;
 };
 
 // registry → job_actor, answered with job_info.
 struct info_request {};
-struct job_info {
-  std::string job_id;
-  std::string status;
-  std::string created_at;
-  std::optional<std::string> started_at;
-  std::optional<std::string> ended_at;
-};
 
 // ---------------------------------------------------------------- job_store (SQLite)
 struct store_insert {
@@ -145,12 +139,26 @@ struct store_ids {
 };
 
 // ---------------------------------------------------------------- tmux_server
+// tmux_server → job_actor: the job's session no longer exists (killed, exited, server died).
+struct session_gone {
+  bool server_died = false;  // the tmux server itself went away (killed, crashed)
+};
+// Whoever owns a session and is told of its end (a job_actor).
+using session_owner = caf::typed_actor<caf::reacts_to<session_gone>>;
+
 // Runs the command lines in order; answers tmux_reply.
 struct tmux_command {
   std::vector<std::string> lines;
-  // Set when lines[0] is a new-session: the tmux_server then tracks that session, so
-  // that its end is reported even if it is over before the next session listing.
+  // Set when lines[0] is a new-session: the tmux_server then tracks that session and tells
+  // `owner` of its end, even if it is over before the next session listing.
   std::string creates_session;
+  session_owner owner;
+};
+// A session that exists already (found at recovery): tell `owner` of its end; at once if
+// it has ended meanwhile.
+struct track_session {
+  std::string name;
+  session_owner owner;
 };
 struct tmux_reply {
   bool ok = true;
@@ -164,11 +172,6 @@ struct tmux_lines {
 struct tmux_client_exited {
   std::uint64_t generation;
 };
-// tmux_server → registry: these sessions no longer exist (killed, exited, server died).
-struct sessions_gone {
-  std::vector<std::string> names;
-  bool server_died = false;  // the tmux server itself went away (killed, crashed)
-};
 // Answered with session_list: the sessions that exist now.
 struct list_sessions_request {};
 struct session_list {
@@ -177,14 +180,18 @@ struct session_list {
   std::set<std::string> names;
 };
 // Starts the control client; answered with tmux_reply (ok or the reason it failed).
-struct tmux_start {
-  caf::actor registry;
-};
+struct tmux_start {};
 
 // ---------------------------------------------------------------- fs_watcher
+// fs_watcher → job_actor: these files in the job dir changed.
+struct dir_changed {
+  std::set<std::string> names;
+};
+// Whoever is told of changes in a watched directory (a job_actor).
+using dir_listener = caf::typed_actor<caf::reacts_to<dir_changed>>;
 struct watch_dir {
   std::string path;
-  caf::actor owner;
+  dir_listener owner;
 };
 struct watch_ack {
   bool ok;
@@ -196,15 +203,8 @@ struct unwatch_dir {
 struct fs_batch {
   std::vector<io::fs::dir_event> events;
 };
-// fs_watcher → job_actor: these files in the job dir changed.
-struct dir_changed {
-  std::set<std::string> names;
-};
 
 // ---------------------------------------------------------------- registry ↔ job_actor
-struct session_gone {
-  bool server_died = false;
-};
 struct job_removed {
   std::string job_id;
 };
@@ -217,6 +217,16 @@ struct recover_job {
 // store_rows (ok/error) once every job actor exists.
 struct recover_all {};
 struct shutdown_jobs {};
+
+// ---------------------------------------------------------------- cleanup_worker
+// rm -rf of a tree already moved aside (io::fs::move_aside).
+struct remove_tree {
+  std::string path;
+};
+// SIGKILL the process groups of processes whose command line names `owner` (a job dir).
+struct kill_groups_naming {
+  std::string owner;
+};
 
 // ---------------------------------------------------------------- retention
 struct gc_tick {};
@@ -253,12 +263,17 @@ struct retire {};
 
 }  // namespace shellctl::actors
 
+// Local messages only: they never cross a process boundary, so CAF needs no serializer.
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::http_call)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::run_call)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::job_call)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::list_call)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::run_request)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::wait_request)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::tail_request)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::status_request)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::input_request)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::terminate_request)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::delete_request)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::list_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::info_request)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::job_info)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::store_insert)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::store_apply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::store_record_exit)
@@ -272,7 +287,7 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::tmux_command)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::tmux_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::tmux_lines)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::tmux_client_exited)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::sessions_gone)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::track_session)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::list_sessions_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::session_list)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::tmux_start)
@@ -287,6 +302,8 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::removal_ack)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::recover_job)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::recover_all)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::shutdown_jobs)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::remove_tree)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::kill_groups_naming)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::gc_tick)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::collect_jobs)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::collect_if_expired)

@@ -4,18 +4,22 @@
 
 namespace shellctl::actors {
 
-caf::behavior retention_gc(caf::event_based_actor* self, retention_settings cfg,
-                           caf::actor store, caf::actor registry) {
+retention_gc_actor::behavior_type retention_gc(retention_gc_actor::pointer self,
+                                               retention_settings cfg, job_store_actor store,
+                                               job_registry_actor registry) {
   return {
       [=](gc_tick&) {
         auto cutoff = io::text::format_utc(
             std::chrono::system_clock::now() -
             std::chrono::duration_cast<std::chrono::system_clock::duration>(cfg.retention));
-        self->request(store, caf::infinite, store_expired{cutoff})
-            .then([=](store_ids& expired) {
-              if (!expired.ids.empty())
-                self->send(registry, collect_jobs{std::move(expired.ids), cutoff});
-            });
+        // Best effort: a store that does not answer in time is asked again next tick.
+        self->request(store, cfg.interval, store_expired{cutoff})
+            .then(
+                [=](store_ids& expired) {
+                  if (!expired.ids.empty())
+                    self->send(registry, collect_jobs{std::move(expired.ids), cutoff});
+                },
+                [](caf::error&) {});
         self->delayed_send(self, cfg.interval, gc_tick{});
       },
       [=](shutdown_jobs&) { self->quit(); },

@@ -3,12 +3,13 @@
 // terminal jobs whose ended_at is older than the retention and has the registry tell
 // their job actors to remove themselves (row, files, tmux session). Unfinished jobs are
 // never selected; reads never touch ended_at, so they cannot extend retention.
-#include "actors/messages.hpp"
+#include "actors/interfaces.hpp"
 #include "actors/settings.hpp"
 
 namespace shellctl::actors {
 
-caf::behavior retention_gc(caf::event_based_actor* self, retention_settings cfg,
-                           caf::actor store, caf::actor registry);
+retention_gc_actor::behavior_type retention_gc(retention_gc_actor::pointer self,
+                                               retention_settings cfg, job_store_actor store,
+                                               job_registry_actor registry);
 
 }  // namespace shellctl::actors

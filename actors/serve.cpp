@@ -8,11 +8,13 @@
 #include <cstdlib>
 #include <memory>
 
+#include "actors/api_edge.hpp"
+#include "actors/api_front.hpp"
+#include "actors/cleanup_worker.hpp"
 #include "actors/fs_watcher.hpp"
 #include "actors/job_registry.hpp"
 #include "actors/job_store.hpp"
 #include "actors/retention_gc.hpp"
-#include "actors/router.hpp"
 #include "actors/tmux_server.hpp"
 #include "io/fs/files.hpp"
 #include "io/http/server.hpp"
@@ -128,19 +130,25 @@ int serve(const io::config::serve_config& cfg) {
   // read, and that must never hold a scheduler thread.
   auto tmux = sys.spawn<caf::detached>(tmux_server, js.tmux_socket, cfg.tmux_env);
   auto watcher = sys.spawn(fs_watcher);
-  auto registry = sys.spawn(job_registry, js, store, tmux, watcher);
-  router_config rcfg{cfg.token};
-  auto rtr = sys.spawn(router, rcfg, registry);
+  auto cleanup = sys.spawn<caf::detached>(cleanup_worker);
+  auto registry = sys.spawn(job_registry, js, store, tmux, watcher, cleanup);
+  auto edge = sys.spawn(api_edge, registry);
   auto gc = sys.spawn(retention_gc, retention_settings{cfg.retention, cfg.gc_interval}, store,
                       registry);
   auto stop_all = [&] {
-    for (auto& a : {rtr, gc, registry, watcher, tmux, store}) caf::anon_send(a, shutdown_jobs{});
+    caf::anon_send(edge, shutdown_jobs{});
+    caf::anon_send(gc, shutdown_jobs{});
+    caf::anon_send(registry, shutdown_jobs{});
+    caf::anon_send(watcher, shutdown_jobs{});
+    caf::anon_send(tmux, shutdown_jobs{});
+    caf::anon_send(store, shutdown_jobs{});
+    caf::anon_send(cleanup, shutdown_jobs{});
   };
 
   {
     caf::scoped_actor self{sys};
     std::string failure;
-    self->request(tmux, caf::infinite, tmux_start{registry})
+    self->request(tmux, caf::infinite, tmux_start{})
         .receive([&](tmux_reply& r) { if (!r.ok) failure = "tmux: " + r.error; },
                  [&](caf::error& e) { failure = "tmux: " + sys.render(e); });
     if (!failure.empty()) {
@@ -155,19 +163,34 @@ int serve(const io::config::serve_config& cfg) {
   http_cfg.port = cfg.listen_port;
   http_cfg.max_connections = cfg.max_connections;
   http_cfg.max_buffered_bytes = cfg.max_buffered_bytes;
-  // G5: a peer without the token (or asking for no route) is answered before its body.
-  http_cfg.head_check = [rcfg](const io::http::request& head) -> std::optional<io::http::response> {
-    auto answer = stateless_answer(head, rcfg);
-    if (answer && answer->status >= 400) return answer;
+  // The route and the token are decided once per request, on the loop thread: on the head
+  // when a body follows (G5: a peer without the token, or asking for no route, is answered
+  // before its body is read), else on the complete request.
+  const std::string token = cfg.token;
+  http_cfg.head_check = [token](io::http::request& head) -> std::optional<io::http::response> {
+    auto verdict = check_at_front(head, token);
+    if (auto* answer = std::get_if<io::http::response>(&verdict)) {
+      // Refusals end the connection before the body; /healthz is answered after it.
+      if (answer->status >= 400) return std::move(*answer);
+      return std::nullopt;
+    }
+    head.accepted = std::get<route_match>(std::move(verdict));
     return std::nullopt;
   };
-  io::http::server front(http_cfg, [rtr, rcfg](io::http::request&& req,
-                                               io::http::responder resp) {
-    if (auto answer = stateless_answer(req, rcfg)) {
-      resp.send(std::move(*answer));
-      return;
+  io::http::server front(http_cfg, [edge, token](io::http::request&& req,
+                                                 io::http::responder resp) {
+    route_match route;
+    if (auto* decided = std::any_cast<route_match>(&req.accepted)) {
+      route = std::move(*decided);
+    } else {
+      auto verdict = check_at_front(req, token);
+      if (auto* answer = std::get_if<io::http::response>(&verdict)) {
+        resp.send(std::move(*answer));
+        return;
+      }
+      route = std::get<route_match>(std::move(verdict));
     }
-    caf::anon_send(rtr, http_call{std::move(req), std::move(resp)});
+    caf::anon_send(edge, http_call{std::move(req), std::move(route), std::move(resp)});
   });
   try {
     front.listen();

@@ -11,6 +11,8 @@ namespace shellctl::actors {
 struct job_settings {
   std::string state_dir;    // S (absolute)
   std::string runtime_dir;  // R = S/runtime (decision D10)
+  // R/trash: job directories being removed (io::fs::move_aside), out of S/jobs at once.
+  std::string trash_dir() const { return runtime_dir + "/trash"; }
   std::string tmux_socket;  // R/tmux.sock
   std::string runner_link;  // R/bin/shellctl-runner
   std::string sanitizer;    // shellctl-sanitize-pty: absolute when found next to shellctl

@@ -7,9 +7,20 @@
 namespace shellctl::actors {
 namespace {
 
-using state_ptr = caf::stateful_actor<tmux_server_state>*;
+using state_ptr = tmux_server_actor::stateful_pointer<tmux_server_state>;
 
 void refresh_sessions(state_ptr self);
+
+// These sessions ended: each owner learns it once.
+void report_gone(state_ptr self, const std::vector<std::string>& names, bool server_died) {
+  auto& owners = self->state.owners;
+  for (auto& name : names) {
+    auto it = owners.find(name);
+    if (it == owners.end()) continue;
+    self->send(it->second, session_gone{server_died});
+    owners.erase(it);
+  }
+}
 
 // Server-wide options, set whenever a tmux server is (re)started: exit-empty off keeps it
 // up with zero job sessions (runtime.md §3.1); history-limit 0 because shellctl never reads
@@ -37,10 +48,11 @@ void send_now(state_ptr self, tmux_server_state::pending_command pc) {
 
 // Sends the lines, or keeps them until a (new) client is up.
 void submit(state_ptr self, std::vector<std::string> lines, std::string creates_session,
-            std::function<void(tmux_reply&)> done) {
+            session_owner owner, std::function<void(tmux_reply&)> done) {
   auto& st = self->state;
-  tmux_server_state::pending_command pc{lines.size(), {}, std::move(creates_session),
-                                        std::move(done), std::move(lines)};
+  tmux_server_state::pending_command pc{lines.size(),         {},
+                                        std::move(creates_session), std::move(owner),
+                                        std::move(done),      std::move(lines)};
   if (pc.lines.empty()) {
     pc.done(pc.reply);
     return;
@@ -57,34 +69,35 @@ void client_ready(state_ptr self) {
   auto& st = self->state;
   st.accepting = true;
   st.restart_failures = 0;
-  submit(self, server_options(), "", [self](tmux_reply&) { refresh_sessions(self); });
+  submit(self, server_options(), "", {}, [self](tmux_reply&) { refresh_sessions(self); });
   auto waiting = std::move(st.waiting);
   st.waiting.clear();
   for (auto& pc : waiting) send_now(self, std::move(pc));
 }
 
-void finish_block(state_ptr self, bool ok) {
+// One of our command lines completed (blocks answer them in the order they were sent).
+void finish_block(state_ptr self, bool ok, std::vector<std::string> lines) {
   auto& st = self->state;
-  if (!st.block_is_ours || st.pending.empty()) return;
+  if (st.pending.empty()) return;
   auto& pc = st.pending.front();
   if (!ok && pc.reply.ok) {
     pc.reply.ok = false;
     std::string text;
-    for (auto& l : st.block_lines) text += (text.empty() ? "" : "\n") + l;
+    for (auto& l : lines) text += (text.empty() ? "" : "\n") + l;
     pc.reply.error = text.empty() ? "tmux command failed" : text;
   }
   // A new-session that succeeded (first line) is tracked from now on; its output is
   // "<pane_pid> <window_id>" (see job_actor's -F format).
   if (ok && pc.reply.output.empty() && !pc.creates_session.empty()) {
     st.known.insert(pc.creates_session);
-    if (!st.block_lines.empty()) {
-      auto& line = st.block_lines[0];
+    if (pc.owner) st.owners[pc.creates_session] = pc.owner;
+    if (!lines.empty()) {
+      auto& line = lines[0];
       auto at = line.find(" @");
       if (at != std::string::npos) st.window_session[line.substr(at + 1)] = pc.creates_session;
     }
   }
-  pc.reply.output.push_back(std::move(st.block_lines));
-  st.block_lines.clear();
+  pc.reply.output.push_back(std::move(lines));
   if (--pc.remaining == 0) {
     auto done = std::move(pc.done);
     auto reply = std::move(pc.reply);
@@ -94,48 +107,35 @@ void finish_block(state_ptr self, bool ok) {
 }
 
 void on_lines(state_ptr self, std::vector<std::string>& lines) {
+  using kind = io::tmux::control_event::kind;
   auto& st = self->state;
   for (auto& line : lines) {
-    if (st.in_block) {
-      bool is_end = line.rfind("%end ", 0) == 0;
-      bool is_error = line.rfind("%error ", 0) == 0;
-      // Output could itself contain "%end ...": only the exact arguments of the open
-      // %begin close the block.
-      if ((is_end && line.substr(5) == st.block_args) ||
-          (is_error && line.substr(7) == st.block_args)) {
-        st.in_block = false;
-        finish_block(self, is_end);
-      } else {
-        st.block_lines.push_back(std::move(line));
-      }
-      continue;
-    }
-    if (line.rfind("%begin ", 0) == 0) {
-      st.in_block = true;
-      st.block_args = line.substr(7);
-      // Blocks with flags 0 answer commands that did not come from our stdin (the
-      // client's own new-session/attach): they are not in the FIFO.
-      st.block_is_ours = st.block_args.size() < 2 ||
-                         st.block_args.compare(st.block_args.size() - 2, 2, " 0") != 0;
-      st.block_lines.clear();
-    } else if (line.rfind("%unlinked-window-close ", 0) == 0 ||
-               line.rfind("%window-close ", 0) == 0) {
-      auto it = st.window_session.find(line.substr(line.find(' ') + 1));
-      if (it != st.window_session.end()) {
+    auto ev = st.parser.feed(std::move(line));
+    if (!ev) continue;
+    switch (ev->what) {
+      case kind::block_ok:
+      case kind::block_error:
+        finish_block(self, ev->what == kind::block_ok, std::move(ev->lines));
+        break;
+      case kind::window_closed: {
+        auto it = st.window_session.find(ev->window);
+        if (it == st.window_session.end()) break;
         std::string name = it->second;
         st.window_session.erase(it);
         st.known.erase(name);
-        if (st.registry) self->send(st.registry, sessions_gone{{name}, false});
+        report_gone(self, {name}, false);
+        break;
       }
-    } else if (line.rfind("%exit", 0) == 0) {
-      // The client is going (its server died or was killed): anything sent from now on
-      // would be lost with it, so commands wait for the next client.
-      st.accepting = false;
-    } else if (line == "%sessions-changed") {
-      // Only sessions whose window id is unknown need a listing to notice their end.
-      if (st.known.size() > st.window_session.size()) refresh_sessions(self);
+      case kind::exiting:
+        // The client is going (its server died or was killed): anything sent from now on
+        // would be lost with it, so commands wait for the next client.
+        st.accepting = false;
+        break;
+      case kind::sessions_changed:
+        // Only sessions whose window id is unknown need a listing to notice their end.
+        if (st.known.size() > st.window_session.size()) refresh_sessions(self);
+        break;
     }
-    // Other notifications (%window-add, %exit, ...) carry nothing we need.
   }
 }
 
@@ -155,7 +155,7 @@ void refresh_sessions(state_ptr self) {
   }
   st.list_in_flight = true;
   submit(self, {io::tmux::command("list-sessions").flag("-F").arg("#{session_name} #{window_id}").line()},
-         "", [self](tmux_reply& r) {
+         "", {}, [self](tmux_reply& r) {
     auto& st = self->state;
     st.list_in_flight = false;
     session_list result;
@@ -175,8 +175,7 @@ void refresh_sessions(state_ptr self) {
       st.known = result.names;
       st.known.erase(io::tmux::control_session);
       st.window_session = std::move(windows);
-      if (!gone.empty() && st.registry)
-        self->send(st.registry, sessions_gone{std::move(gone), false});
+      report_gone(self, gone, false);
     } else {
       result.ok = false;
       result.error = r.error;
@@ -192,7 +191,7 @@ void refresh_sessions(state_ptr self) {
 bool start_client(state_ptr self, std::string& error) {
   auto& st = self->state;
   auto gen = ++st.generation;
-  caf::actor me = caf::actor_cast<caf::actor>(self);
+  auto me = caf::actor_cast<tmux_server_actor>(self);
   try {
     st.client = std::make_unique<io::tmux::control_client>(
         st.socket, st.env,
@@ -202,24 +201,24 @@ bool start_client(state_ptr self, std::string& error) {
     error = e.what();
     return false;
   }
-  st.in_block = false;
+  st.parser.reset();
   return true;
 }
 
 }  // namespace
 
-caf::behavior tmux_server(caf::stateful_actor<tmux_server_state>* self, std::string socket,
-                          std::vector<std::string> env) {
+tmux_server_actor::behavior_type tmux_server(
+    tmux_server_actor::stateful_pointer<tmux_server_state> self, std::string socket,
+    std::vector<std::string> env) {
   self->state.socket = std::move(socket);
   self->state.env = std::move(env);
   return {
-      [self](tmux_start& m) -> caf::result<tmux_reply> {
-        self->state.registry = m.registry;
+      [self](tmux_start&) -> caf::result<tmux_reply> {
         std::string error;
         if (!start_client(self, error)) return tmux_reply{false, error, {}};
         auto rp = self->make_response_promise<tmux_reply>();
         self->state.accepting = true;
-        submit(self, server_options(), "",
+        submit(self, server_options(), "", {},
                [self, rp](tmux_reply& r) mutable {
                  rp.deliver(r);
                  refresh_sessions(self);
@@ -228,9 +227,16 @@ caf::behavior tmux_server(caf::stateful_actor<tmux_server_state>* self, std::str
       },
       [self](tmux_command& m) -> caf::result<tmux_reply> {
         auto rp = self->make_response_promise<tmux_reply>();
-        submit(self, std::move(m.lines), std::move(m.creates_session),
+        submit(self, std::move(m.lines), std::move(m.creates_session), std::move(m.owner),
                [rp](tmux_reply& r) mutable { rp.deliver(r); });
         return rp;
+      },
+      [self](track_session& m) {
+        auto& st = self->state;
+        if (st.known.count(m.name))
+          st.owners[m.name] = std::move(m.owner);
+        else
+          self->send(m.owner, session_gone{false});  // over before it could be tracked
       },
       [self](list_sessions_request&) -> caf::result<session_list> {
         auto rp = self->make_response_promise<session_list>();
@@ -260,8 +266,7 @@ caf::behavior tmux_server(caf::stateful_actor<tmux_server_state>* self, std::str
         std::vector<std::string> gone(st.known.begin(), st.known.end());
         st.known.clear();
         st.window_session.clear();
-        if (!gone.empty() && st.registry)
-          self->send(st.registry, sessions_gone{std::move(gone), true});
+        report_gone(self, gone, true);
         std::string error;
         if (start_client(self, error)) {
           client_ready(self);

@@ -1,8 +1,8 @@
 #pragma once
 // tmux_server: owns the one tmux control-mode client. Serialises command lines, matches
 // the %begin/%end blocks to the requests in FIFO order, and turns tmux's window-close
-// notifications into `sessions_gone` notices for the registry (events instead of
-// per-job probes, D12).
+// notifications into `session_gone` notices for the job that owns the session (events
+// instead of per-job probes, D12).
 // When the tmux server dies the client's stdout closes: every known session is reported
 // gone and a new client (and tmux server) is started. From tmux's %exit until the new
 // client is up, commands wait here and go to the new server: a command is only ever lost
@@ -15,8 +15,9 @@
 #include <string>
 #include <vector>
 
-#include "actors/messages.hpp"
+#include "actors/interfaces.hpp"
 #include "io/tmux/control_client.hpp"
+#include "io/tmux/control_parser.hpp"
 
 namespace shellctl::actors {
 
@@ -27,24 +28,21 @@ struct tmux_server_state {
     std::size_t remaining;  // blocks still expected
     tmux_reply reply;
     std::string creates_session;
+    session_owner owner;  // of creates_session
     std::function<void(tmux_reply&)> done;
     std::vector<std::string> lines;  // kept only while waiting for a client
   };
 
   std::string socket;
   std::vector<std::string> env;  // environment for the tmux server (D10)
-  caf::actor registry;
+  std::map<std::string, session_owner> owners;  // session name → the job told of its end
   std::unique_ptr<io::tmux::control_client> client;
   bool accepting = false;  // a client is up and has not announced %exit
   std::uint64_t generation = 0;
   std::deque<pending_command> pending;  // sent, in order
   std::deque<pending_command> waiting;  // not sent yet: no client (restarting)
   int restart_failures = 0;
-  // Block parsing.
-  bool in_block = false;
-  bool block_is_ours = false;
-  std::string block_args;  // "<time> <n> <flags>" of the open %begin
-  std::vector<std::string> block_lines;
+  io::tmux::control_parser parser;  // the client's lines → blocks and notifications
   // Session tracking. A job session has one window, and tmux announces the end of a
   // window not shown to this client with %unlinked-window-close @id: mapping window ids
   // to sessions makes each session end an O(1) event instead of a listing of all sessions.
@@ -55,7 +53,8 @@ struct tmux_server_state {
   std::vector<std::function<void(session_list&)>> list_waiters;
 };
 
-caf::behavior tmux_server(caf::stateful_actor<tmux_server_state>* self, std::string socket,
-                          std::vector<std::string> env);
+tmux_server_actor::behavior_type tmux_server(
+    tmux_server_actor::stateful_pointer<tmux_server_state> self, std::string socket,
+    std::vector<std::string> env);
 
 }  // namespace shellctl::actors

@@ -121,16 +121,16 @@ void remove_tree(const std::string& path) {
   std::filesystem::remove_all(path, ec);
 }
 
-void remove_tree_atomically(const std::string& path) {
+std::string move_aside(const std::string& path, const std::string& trash_dir) {
   static std::atomic<unsigned> counter{0};
   const auto slash = path.rfind('/');
-  const std::string tomb = path.substr(0, slash + 1) + ".deleted-" + path.substr(slash + 1) +
-                           "-" + std::to_string(::getpid()) + "-" + std::to_string(++counter);
-  if (::rename(path.c_str(), tomb.c_str()) == 0) {
-    remove_tree(tomb);
-  } else if (errno != ENOENT) {
-    remove_tree(path);
-  }
+  const std::string tomb = trash_dir + "/" + path.substr(slash + 1) + "-" +
+                           std::to_string(::getpid()) + "-" + std::to_string(++counter);
+  ::mkdir(trash_dir.c_str(), 0700);  // EEXIST is the usual case
+  if (::rename(path.c_str(), tomb.c_str()) == 0) return tomb;
+  // ENOENT is either side: the directory is gone already, or the trash is (being removed).
+  struct stat st;
+  return ::lstat(path.c_str(), &st) != 0 && errno == ENOENT ? std::string() : path;
 }
 
 std::string absolute_clean(const std::string& path) {

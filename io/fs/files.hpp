@@ -26,10 +26,13 @@ enum class read_result { ok, missing, error };
 read_result read_small_file_checked(const std::string& path, std::string& out);
 // rm -rf; errors ignored (best effort, as the original).
 void remove_tree(const std::string& path);
-// rm -rf of a directory that other processes may still write into by path (a job's pipe
-// finalizer, run by tmux, recreates markers in its job dir): the directory is first
-// renamed to a hidden tombstone beside it, so that nothing can recreate it under its name.
-void remove_tree_atomically(const std::string& path);
+// The first, instant half of removing a directory that other processes may still write
+// into by path (a job's pipe finalizer, run by tmux, recreates markers in its job dir): it
+// is renamed into `trash_dir` (created when missing; same file system), so that nothing
+// can recreate it under its name and nobody listing its parent sees it go. Returns what
+// remove_tree must then remove: the tombstone, `path` itself when it could not be moved,
+// or "" when it does not exist.
+std::string move_aside(const std::string& path, const std::string& trash_dir);
 // Absolute, lexically cleaned path (like Go's filepath.Abs): no symlink resolution.
 std::string absolute_clean(const std::string& path);
 std::string join(const std::string& a, const std::string& b);

@@ -62,7 +62,7 @@ class request_parser {
   // The request completed by the last feed (call once after event::request).
   request take();
   // After event::head: the request so far (method, target, path, query, headers; no body).
-  const request& head() const { return current_; }
+  request& head() { return current_; }
   // After event::head: "Expect: 100-continue" with a body to come.
   bool expects_continue() const { return expect_pending_; }
   // After event::head: the announced Content-Length (0 when none, or chunked).

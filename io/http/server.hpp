@@ -15,6 +15,7 @@
 // never does. Chunked responses with trailers, with back-pressure through `on_drain`.
 // Graceful shutdown on SIGTERM/SIGINT: stop accepting, let in-flight requests finish
 // within `shutdown_grace`, then return from run().
+#include <any>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -39,6 +40,9 @@ struct request {
   std::string query;   // target after '?', raw ("" when none)
   std::vector<header> headers;
   std::string body;
+  // What the head check learned about an accepted head (server_config::head_check), handed
+  // on to the request handler so that it is not decided twice. Empty when none ran.
+  std::any accepted;
   // Case-insensitive header lookup; nullptr when absent.
   const std::string* find_header(std::string_view name) const;
 };
@@ -85,7 +89,8 @@ struct server_config {
   // Decides on a request as soon as its head (request line and headers) is complete, before
   // one body byte is read: an answer here (401, 404, 405) is sent, then the connection is
   // closed without reading the body. Called on the loop thread; must not block.
-  std::function<std::optional<response>(const request& head)> head_check;
+  // It may leave what it decided in `head.accepted`.
+  std::function<std::optional<response>(request& head)> head_check;
   // Memory bounds whoever connects (guarantee G5): connections beyond `max_connections` are
   // answered 503 and closed; request bytes held across all connections (announced or
   // received bodies until their answer is written) beyond `max_buffered_bytes` make the

@@ -1,5 +1,7 @@
 #include "io/tmux/control_client.hpp"
 
+#include "io/tmux/control_parser.hpp"
+
 #include "io/fs/files.hpp"
 #include "io/proc/signals.hpp"
 
@@ -95,22 +97,13 @@ bool control_client::send(const std::string& line) {
 }
 
 void control_client::read_loop() {
-  std::string pending;
+  line_splitter splitter;
   char buf[65536];
   for (;;) {
     ssize_t n = ::read(out_fd_, buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
-    pending.append(buf, static_cast<size_t>(n));
-    std::vector<std::string> lines;
-    size_t start = 0;
-    for (;;) {
-      size_t nl = pending.find('\n', start);
-      if (nl == std::string::npos) break;
-      lines.emplace_back(pending, start, nl - start);
-      start = nl + 1;
-    }
-    pending.erase(0, start);
+    auto lines = splitter.feed(std::string_view(buf, static_cast<size_t>(n)));
     if (!lines.empty()) lines_(std::move(lines));
   }
   on_exit_();

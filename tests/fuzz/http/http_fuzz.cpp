@@ -1,13 +1,17 @@
-// libFuzzer: bytes -> request_parser (fed in 1-3 pieces) -> the pure route matcher.
-// The first bytes choose where the input is split, so the fuzzer explores pipelined
-// requests cut at arbitrary points; every complete request is checked for internal
-// consistency and routed.
+// libFuzzer: bytes -> request_parser (fed in 1-3 pieces) -> the front's check (route,
+// token) -> the API request decoder (JSON bodies, query strings). The first bytes choose
+// where the input is split, so the fuzzer explores pipelined requests cut at arbitrary
+// points; every complete request is checked for internal consistency, routed and decoded
+// as the server would.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
 #include <string_view>
 
+#include "actors/api_front.hpp"
+#include "actors/api_requests.hpp"
+#include "actors/api_views.hpp"
 #include "actors/routes.hpp"
 #include "io/http/request_parser.hpp"
 #include "io/http/server.hpp"
@@ -29,6 +33,19 @@ void visit(request&& r) {
   for (const auto& h : r.headers) check(r.find_header(h.name) != nullptr);
   auto m = shellctl::actors::match_route(r.method, r.path);
   if (m.result == shellctl::actors::route_match::kind::method_not_allowed) check(!m.allow.empty());
+  // Token "t" (so that some inputs pass it), then the decoder; a decoding error must map
+  // to a 4xx answer of the API, never to a 5xx or a crash.
+  auto verdict = shellctl::actors::check_at_front(r, "t");
+  if (auto* route = std::get_if<shellctl::actors::route_match>(&verdict)) {
+    check(route->id != shellctl::actors::route::healthz);
+    auto decoded = shellctl::actors::decode_request(r, *route);
+    if (auto* err = std::get_if<shellctl::actors::job_error_view>(&decoded)) {
+      auto resp = shellctl::actors::error_response(*err);
+      check(resp.status == 400 || resp.status == 422);
+    }
+  } else {
+    check(std::get<response>(verdict).status != 0);
+  }
 }
 
 }  // namespace

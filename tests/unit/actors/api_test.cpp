@@ -1,7 +1,8 @@
-// The route table (D11), the bearer check (D2) and Go's %q quoting used in messages.
+// The route table (D11), the front's check (D2 bearer), Go's %q quoting used in messages.
 #include <doctest/doctest.h>
 
-#include "actors/router.hpp"
+#include "actors/api_front.hpp"
+#include "actors/api_requests.hpp"
 #include "actors/routes.hpp"
 
 using namespace shellctl::actors;
@@ -89,30 +90,38 @@ TEST_CASE("go_quote matches Go's %q for the messages we produce") {
   CHECK(go_quote("\xff") == "\"\\xff\"");
 }
 
-TEST_CASE("stateless answers: 404, 405, healthz and 401 never reach an actor") {
-  router_config cfg{"tok"};
+TEST_CASE("the front answers 404, 405, healthz and 401 itself; job routes go on matched") {
+  using shellctl::io::http::response;
   shellctl::io::http::request req;
   req.method = "GET";
   req.path = "/nope";
-  auto r = stateless_answer(req, cfg);
+  auto v = check_at_front(req, "tok");
+  auto* r = std::get_if<response>(&v);
   REQUIRE(r);
   CHECK(r->status == 404);
   CHECK(r->body == "{\"error\":{\"code\":\"not_found\",\"message\":\"404 page not found\"}}\n");
   req.path = "/healthz";
-  r = stateless_answer(req, cfg);
+  v = check_at_front(req, "tok");
+  r = std::get_if<response>(&v);
   REQUIRE(r);
   CHECK(r->status == 200);
   CHECK(r->body == "{\"status\":\"ok\"}\n");
   req.method = "DELETE";
-  r = stateless_answer(req, cfg);
+  v = check_at_front(req, "tok");
+  r = std::get_if<response>(&v);
   REQUIRE(r);
   CHECK(r->status == 405);
   req.method = "GET";
-  req.path = "/v1/jobs";
-  r = stateless_answer(req, cfg);
+  req.path = "/v1/jobs/abc";
+  v = check_at_front(req, "tok");
+  r = std::get_if<response>(&v);
   REQUIRE(r);
   CHECK(r->status == 401);
   CHECK(r->body.find("\"unauthorized\"") != std::string::npos);
   req.headers.push_back({"Authorization", "Bearer tok"});
-  CHECK_FALSE(stateless_answer(req, cfg));  // a job route with a good token goes on
+  v = check_at_front(req, "tok");
+  auto* m = std::get_if<route_match>(&v);
+  REQUIRE(m);  // a job route with a good token goes on, matched once
+  CHECK(m->id == route::status);
+  CHECK(m->job_id == "abc");
 }

@@ -1,0 +1,92 @@
+#include "actors/api_edge.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "actors/api_requests.hpp"
+#include "actors/api_views.hpp"
+
+namespace shellctl::actors {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+milliseconds seconds_bound(double s) {
+  // Clamped: a grace of 1e300 seconds must not overflow the clock (a day is plenty).
+  double clamped = std::isnan(s) ? 0 : std::min(std::max(s, 0.0), 86400.0);
+  return milliseconds(static_cast<std::int64_t>(clamped * 1000));
+}
+
+// How long the edge waits for an answer before it answers 503 unavailable itself: the
+// longest the request may legitimately take (its long-poll timeout, or its grace plus the
+// deadlines of the steps after it) with a margin. Actors answer well before this (their
+// own guards answer 503 tmux_unavailable/storage_unavailable first); it is the bound that
+// keeps an answer lost anywhere from hanging a client.
+constexpr milliseconds margin = seconds(30);
+milliseconds answer_bound(const run_request& r) {
+  return seconds(15) + seconds_bound(r.spec.wait.timeout_s) + margin;
+}
+milliseconds answer_bound(const wait_request& r) { return seconds_bound(r.p.timeout_s) + margin; }
+milliseconds answer_bound(const input_request& r) {
+  return seconds(10) + seconds_bound(r.p.timeout_s) + margin;
+}
+milliseconds answer_bound(const terminate_request& r) {
+  return seconds_bound(r.grace_s) + seconds(20) + margin;
+}
+milliseconds answer_bound(const delete_request& r) {
+  return seconds_bound(r.grace_s) + seconds(20) + margin;
+}
+template <class Request>
+milliseconds answer_bound(const Request&) {
+  return margin;
+}
+
+io::http::response encode(const job_result& r) { return json_response(200, job_result_json(r)); }
+io::http::response encode(const job_status_view& v) { return json_response(200, job_status_json(v)); }
+io::http::response encode(const job_list& l) { return json_response(200, job_list_json(l)); }
+io::http::response encode(const job_deleted& d) { return json_response(200, job_deleted_json(d)); }
+
+// What each request is answered with (as in job_registry_actor's interface).
+template <class Request> struct reply_of { using type = job_result; };
+template <> struct reply_of<status_request> { using type = job_status_view; };
+template <> struct reply_of<terminate_request> { using type = job_status_view; };
+template <> struct reply_of<delete_request> { using type = job_deleted; };
+template <> struct reply_of<list_request> { using type = job_list; };
+
+void ask(api_edge_actor::pointer self, const job_registry_actor& registry, decoded_request req,
+         io::http::responder resp) {
+  std::visit(
+      [&](auto& r) {
+        using T = std::decay_t<decltype(r)>;
+        if constexpr (std::is_same_v<T, job_error_view>) {
+          resp.send(error_response(r));
+        } else {
+          auto bound = answer_bound(r);
+          self->request(registry, bound, std::move(r))
+              .then([resp](typename reply_of<T>::type& answer) { resp.send(encode(answer)); },
+                    [resp](caf::error& e) { resp.send(error_response(read_job_error(e))); });
+        }
+      },
+      req);
+}
+
+}  // namespace
+
+api_edge_actor::behavior_type api_edge(api_edge_actor::pointer self, job_registry_actor registry) {
+  return {
+      [self, registry](http_call& call) {
+        // Decoding is pure and answers its own errors; nothing here may end the actor,
+        // or every request behind this one would go unanswered.
+        try {
+          ask(self, registry, decode_request(call.req, call.route), call.resp);
+        } catch (const std::exception& e) {
+          call.resp.send(error_response(500, "internal_error", e.what()));
+        }
+      },
+      [self](shutdown_jobs&) { self->quit(); },
+  };
+}
+
+}  // namespace shellctl::actors

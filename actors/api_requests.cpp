@@ -1,0 +1,265 @@
+#include "actors/api_requests.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <optional>
+
+#include "io/json/json.hpp"
+#include "io/text/percent.hpp"
+
+namespace shellctl::actors {
+namespace {
+
+constexpr double max_timeout_s = 600;           // D5
+constexpr std::int64_t max_output_limit = 524288;  // D5
+constexpr std::int64_t default_output_limit = 16384;
+
+// A decoding failure: thrown inside this file only (the JSON library throws its
+// type_error from deep inside a read), caught once in decode_request.
+struct bad_request {
+  job_errc code;
+  std::string message;
+};
+
+[[noreturn]] void invalid_json() { throw bad_request{job_errc::invalid_request, "Invalid JSON body"}; }
+
+io::json::object parse_body(const std::string& body) {
+  auto obj = io::json::object::parse(body);
+  if (!obj) invalid_json();
+  return std::move(*obj);
+}
+
+std::uint64_t clamp_limit(std::optional<std::int64_t> v) {
+  if (!v || *v <= 0) return default_output_limit;
+  return static_cast<std::uint64_t>(std::min(*v, max_output_limit));
+}
+
+double clamp_timeout(double t) { return std::isnan(t) ? 0 : std::min(t, max_timeout_s); }
+
+// offset: absent = 0, negative = 400 invalid_request (D5).
+std::uint64_t read_offset(const io::json::object& o) {
+  auto off = o.get_int("offset").value_or(0);
+  if (off < 0) throw bad_request{job_errc::invalid_request, "offset must not be negative"};
+  return static_cast<std::uint64_t>(off);
+}
+
+// The long-poll fields shared by run, wait and input, with each route's defaults as the
+// original has them (http-api.md §5): run and input wait 30 s when no timeout is given,
+// wait then checks once; run replaces any idle_flush_seconds <= 0 by 0.5, the others only
+// 0. Read in the order offset, timeout, output_limit, idle_flush_seconds.
+struct wait_rules {
+  bool has_offset;
+  bool timeout_defaults_to_30;
+  bool negative_idle_is_default;
+};
+constexpr wait_rules run_rules{false, true, true};
+constexpr wait_rules wait_route_rules{true, false, false};
+constexpr wait_rules input_rules{true, true, false};
+
+wait_params read_wait(const io::json::object& o, wait_rules rules) {
+  wait_params p;
+  if (rules.has_offset) p.offset = read_offset(o);
+  auto timeout = o.get_number("timeout").value_or(0);
+  if (rules.timeout_defaults_to_30)
+    p.timeout_s = timeout <= 0 ? 30 : clamp_timeout(timeout);
+  else
+    p.timeout_s = std::max(0.0, clamp_timeout(timeout));  // negative acts like 0
+  p.limit = clamp_limit(o.get_int("output_limit"));
+  auto idle = o.get_number("idle_flush_seconds").value_or(0);
+  p.idle_flush_s = idle == 0 || (rules.negative_idle_is_default && idle < 0) ? 0.5 : idle;
+  return p;
+}
+
+run_spec decode_run(const std::string& body) {
+  auto o = parse_body(body);
+  run_spec s;
+  std::optional<std::vector<std::pair<std::string, std::string>>> env;
+  std::optional<std::string> mode;
+  try {
+    s.script = o.get_string("script").value_or("");
+    s.cwd = o.get_string("cwd").value_or("");
+    env = o.get_string_map("env");
+    mode = o.get_string("mode");
+    if (auto term = o.get_object("terminal")) {
+      s.cols = term->get_int("cols").value_or(0);
+      s.rows = term->get_int("rows").value_or(0);
+    }
+    s.wait = read_wait(o, run_rules);
+  } catch (const io::json::type_error&) {
+    invalid_json();
+  }
+  if (s.script.empty()) throw bad_request{job_errc::invalid_request, "script is required"};
+  if (env) {
+    for (auto& [k, v] : *env) {
+      if (k.empty()) throw bad_request{job_errc::validation_error, "env names must be non-empty"};
+      if (k.find('=') != std::string::npos)
+        throw bad_request{job_errc::validation_error, "env name must not contain '=': " + go_quote(k)};
+      if (k.find('\0') != std::string::npos || v.find('\0') != std::string::npos)
+        throw bad_request{job_errc::validation_error, "env entries must not contain NUL"};
+    }
+    s.env = std::move(*env);
+  }
+  if (!mode || mode->empty() || *mode == "pty")
+    s.mode = job_mode::pty;
+  else if (*mode == "stdio")
+    s.mode = job_mode::stdio;
+  else
+    throw bad_request{job_errc::validation_error, "invalid job mode " + go_quote(*mode)};
+  return s;
+}
+
+wait_params decode_wait(const std::string& body) {
+  auto o = parse_body(body);
+  try {
+    return read_wait(o, wait_route_rules);
+  } catch (const io::json::type_error&) {
+    invalid_json();
+  }
+}
+
+input_request decode_input(const std::string& body) {
+  auto o = parse_body(body);
+  input_request in;
+  try {
+    in.text = o.get_string("text").value_or("");
+    in.p = read_wait(o, input_rules);
+  } catch (const io::json::type_error&) {
+    invalid_json();
+  }
+  return in;
+}
+
+// Terminate ignores body errors entirely: empty, malformed or mistyped means default.
+double decode_grace(const std::string& body) {
+  auto o = io::json::object::parse(body);
+  if (!o) return 10;
+  try {
+    return o->get_number("grace_seconds").value_or(10);
+  } catch (const io::json::type_error&) {
+    return 10;
+  }
+}
+
+// ---- query strings (Go's url.Query: first value wins, %XX and '+' decoded)
+
+std::optional<std::string> query_param(std::string_view query, std::string_view name) {
+  size_t i = 0;
+  while (i <= query.size()) {
+    size_t j = query.find_first_of("&;", i);
+    if (j == std::string_view::npos) j = query.size();
+    auto pair = query.substr(i, j - i);
+    auto eq = pair.find('=');
+    auto key = io::text::percent_decode(pair.substr(0, eq), true);
+    if (key == name && !pair.empty())
+      return eq == std::string_view::npos ? std::string() : io::text::percent_decode(pair.substr(eq + 1), true);
+    i = j + 1;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::int64_t> parse_int(const std::optional<std::string>& s) {
+  if (!s || s->empty()) return std::nullopt;
+  char* end = nullptr;
+  errno = 0;
+  long long v = std::strtoll(s->c_str(), &end, 10);
+  if (errno || *end) return std::nullopt;
+  return v;
+}
+
+std::optional<double> parse_float(const std::optional<std::string>& s) {
+  if (!s || s->empty()) return std::nullopt;
+  char* end = nullptr;
+  double v = std::strtod(s->c_str(), &end);
+  if (*end) return std::nullopt;
+  return v;
+}
+
+decoded_request decode(const io::http::request& req, const route_match& m) {
+  switch (m.id) {
+    case route::healthz:  // answered by the front; never decoded
+      break;
+    case route::run:
+      return run_request{decode_run(req.body)};
+    case route::wait:
+      return wait_request{m.job_id, decode_wait(req.body)};
+    case route::input: {
+      auto in = decode_input(req.body);
+      in.job_id = m.job_id;
+      return in;
+    }
+    case route::tail:
+      return tail_request{m.job_id, clamp_limit(parse_int(query_param(req.query, "output_limit")))};
+    case route::status:
+      return status_request{m.job_id};
+    case route::terminate:
+      return terminate_request{m.job_id, decode_grace(req.body)};
+    case route::remove: {
+      bool force = query_param(req.query, "force") == std::optional<std::string>("true");
+      double grace = parse_float(query_param(req.query, "grace_seconds")).value_or(10);
+      return delete_request{m.job_id, force, grace};
+    }
+    case route::list: {
+      auto limit = parse_int(query_param(req.query, "limit")).value_or(0);
+      std::size_t n = limit <= 0 ? 50 : static_cast<std::size_t>(std::min<std::int64_t>(limit, 200));
+      auto status = query_param(req.query, "status");
+      if (status && status->empty()) status.reset();
+      return list_request{status, n};
+    }
+  }
+  return job_error_view{job_errc::internal_error, "no decoder for this route"};
+}
+
+}  // namespace
+
+decoded_request decode_request(const io::http::request& req, const route_match& route) {
+  try {
+    return decode(req, route);
+  } catch (const bad_request& e) {
+    return job_error_view{e.code, e.message};
+  }
+}
+
+std::string go_quote(std::string_view s) {
+  static const char hex[] = "0123456789abcdef";
+  std::string out = "\"";
+  for (size_t i = 0; i < s.size(); ++i) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      case '\a': out += "\\a"; break;
+      case '\b': out += "\\b"; break;
+      case '\f': out += "\\f"; break;
+      case '\v': out += "\\v"; break;
+      default:
+        if (c < 0x20 || c == 0x7f || c >= 0x80) {
+          // Printable UTF-8 stays as is; anything else is \xNN (Go's %q).
+          if (c >= 0x80) {
+            size_t len = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 0;
+            bool ok = len > 0 && i + len <= s.size();
+            for (size_t k = 1; ok && k < len; ++k)
+              ok = (static_cast<unsigned char>(s[i + k]) & 0xc0) == 0x80;
+            if (ok) {
+              out.append(s.substr(i, len));
+              i += len - 1;
+              break;
+            }
+          }
+          out += "\\x";
+          out += hex[c >> 4];
+          out += hex[c & 15];
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  out += '"';
+  return out;
+}
+
+}  // namespace shellctl::actors

@@ -1,0 +1,26 @@
+#pragma once
+// HTTP request → domain request: the JSON body or query of each route, decoded with the
+// original's defaults and our clamps (D5) and validated. Pure (no actor, no I/O), so the
+// HTTP fuzzer drives it with arbitrary bytes.
+#include <string>
+#include <string_view>
+#include <variant>
+
+#include "actors/domain.hpp"
+#include "actors/messages.hpp"
+#include "actors/routes.hpp"
+#include "io/http/server.hpp"
+
+namespace shellctl::actors {
+
+using decoded_request =
+    std::variant<job_error_view, run_request, wait_request, tail_request, status_request,
+                 input_request, terminate_request, delete_request, list_request>;
+
+// `route` is the front's match for `req` (a job route, never healthz).
+decoded_request decode_request(const io::http::request& req, const route_match& route);
+
+// Go's %q quoting, used in validation messages the original words that way.
+std::string go_quote(std::string_view s);
+
+}  // namespace shellctl::actors

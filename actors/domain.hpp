@@ -1,0 +1,131 @@
+#pragma once
+// What actors answer: domain values and domain errors, never HTTP. The one mapping to
+// status codes and JSON bodies is at the edge (actors/api_edge.cpp, io/json views).
+//
+// Errors are `caf::error`s of the category `error_category` with a `job_errc` code and a
+// human-readable text as context, so that CAF's request/response error path carries them
+// from the actor that decided to the edge unchanged.
+#include <caf/all.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "io/store/jobs_db.hpp"
+#include "io/text/output_window.hpp"
+
+namespace shellctl::actors {
+
+using io::store::job_row;
+
+// Every way a request can fail, named by its meaning. The edge maps each to the status
+// and the error code of the API (http-api.md §4.4); `code_text` is that code.
+enum class job_errc : std::uint8_t {
+  invalid_request = 1,   // 400: the body or query is malformed
+  validation_error,      // 422: well-formed, but a value is not acceptable
+  invalid_cwd,           // 400
+  invalid_offset,        // 400: offset beyond the current output size
+  job_not_found,         // 404
+  job_running,           // 409: delete without force of a live job
+  job_not_running,       // 409: input to a terminal job
+  input_unsupported,     // 409: input to a stdio job
+  tmux_target_missing,   // 409: the pane is gone, the job not yet terminal
+  tmux_input_failed,     // 500
+  job_id_collision,      // 500
+  tmux_unavailable,      // 503: tmux did not answer in time
+  storage_unavailable,   // 503: the database cannot be written now
+  unavailable,           // 503: shutting down, or the job was removed meanwhile
+  internal_error,        // 500
+};
+
+// The CAF error category of job_errc (atoms have at most 10 characters).
+inline constexpr caf::atom_value error_category = caf::atom("shellctl");
+
+caf::error make_job_error(job_errc code, std::string text);
+// The code and text of an error made by make_job_error; other errors (CAF's own: timeouts,
+// a receiver that is down) come back as internal_error with CAF's rendering.
+struct job_error_view {
+  job_errc code;
+  std::string text;
+};
+job_error_view read_job_error(const caf::error& e);
+std::string_view code_text(job_errc code);
+int http_status(job_errc code);
+
+// A result window: the row as answers may show it, and the output read for the request.
+struct job_result {
+  job_row row;
+  std::string output_path;  // absolute
+  io::text::output_window window;
+};
+
+// A status answer: the row as answers may show it and the output size.
+struct job_status_view {
+  job_row row;
+  std::uint64_t offset = 0;
+};
+
+struct job_deleted {
+  std::string job_id;
+};
+
+// One row of GET /v1/jobs.
+struct job_info {
+  std::string job_id;
+  std::string status;
+  std::string created_at;
+  std::optional<std::string> started_at;
+  std::optional<std::string> ended_at;
+};
+
+struct job_list {
+  std::vector<job_info> jobs;
+};
+
+// One answer to one request, held by an actor until it can be given. Copies share it and
+// the first ok()/fail() delivers: an answer guarded by a deadline and also owed by a
+// continuation reaches its client once. Wraps CAF's response promise, so the answer travels
+// CAF's request/response path (including its error path) back to the requester.
+class held_answer {
+ public:
+  held_answer() = default;
+  explicit held_answer(caf::response_promise rp)
+      : rp_(std::make_shared<caf::response_promise>(std::move(rp))) {}
+  bool pending() const { return rp_ && rp_->pending(); }
+  void fail(job_errc code, std::string text) const {
+    if (pending()) rp_->deliver(make_job_error(code, std::move(text)));
+  }
+  // What a request handler returns when it answers later.
+  const caf::response_promise& promise() const { return *rp_; }
+
+ protected:
+  std::shared_ptr<caf::response_promise> rp_;
+};
+
+template <class T>
+class answer : public held_answer {
+ public:
+  answer() = default;
+  explicit answer(caf::typed_response_promise<T> rp)
+      : held_answer(static_cast<caf::response_promise>(rp)) {}
+  void ok(T value) const {
+    if (pending()) rp_->deliver(std::move(value));
+  }
+};
+
+// Makes the typed answer for the request being handled.
+template <class T, class Self>
+answer<T> answer_later(Self* self) {
+  return answer<T>(self->template make_response_promise<T>());
+}
+
+}  // namespace shellctl::actors
+
+// Local values only: they never cross a process boundary, so CAF needs no serializer.
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::job_result)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::job_status_view)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::job_deleted)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::job_info)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::job_list)

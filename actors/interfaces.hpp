@@ -1,0 +1,90 @@
+#pragma once
+// The typed interface of every actor: which messages it accepts and what it answers. A
+// message sent to an actor that does not accept it, or an answer of the wrong type, is a
+// compile error. Messages marked "internal" are sent by the actor to itself (timers) or by
+// the thread it owns (a reader thread, the inotify thread); nobody else sends them.
+#include <caf/all.hpp>
+
+#include "actors/domain.hpp"
+#include "actors/messages.hpp"
+
+namespace shellctl::actors {
+
+using caf::reacts_to;
+using caf::replies_to;
+
+// job_store: the one SQLite connection (detached: a write may wait for a busy database).
+using job_store_actor = caf::typed_actor<
+    replies_to<store_insert>::with<store_reply>,       // the row after the insert
+    replies_to<store_apply>::with<store_reply>,        // a CAS transition and the row after it
+    replies_to<store_record_exit>::with<store_reply>,  // the server records a runner's exit
+    replies_to<store_remove>::with<store_reply>,       // changed = a row was deleted
+    replies_to<store_load_all>::with<store_rows>,      // every row, newest first (recovery)
+    replies_to<store_expired>::with<store_ids>,        // terminal rows past retention
+    reacts_to<shutdown_jobs>>;
+
+// tmux_server: the one tmux control-mode client.
+using tmux_server_actor = caf::typed_actor<
+    replies_to<tmux_start>::with<tmux_reply>,        // the client is up (or why not)
+    replies_to<tmux_command>::with<tmux_reply>,      // each line's output, or the first error
+    replies_to<list_sessions_request>::with<session_list>,  // the sessions that exist now
+    reacts_to<track_session>,                        // a recovered job's session
+    reacts_to<tmux_lines>,                           // internal: the reader thread's lines
+    reacts_to<tmux_client_exited>,                   // internal: the client (or server) died
+    reacts_to<shutdown_jobs>>;
+
+// fs_watcher: the one inotify descriptor.
+using fs_watcher_actor = caf::typed_actor<
+    replies_to<watch_dir>::with<watch_ack>,  // the owner is told of changes from now on
+    reacts_to<unwatch_dir>,
+    reacts_to<fs_batch>,  // internal: events read by the inotify thread
+    reacts_to<shutdown_jobs>>;
+
+// cleanup_worker: blocking clean-ups off the scheduler threads (detached).
+using cleanup_worker_actor = caf::typed_actor<reacts_to<remove_tree>, reacts_to<kill_groups_naming>,
+                                              reacts_to<shutdown_jobs>>;
+
+// job_actor: one per job; owns its status and answers every request about it.
+using job_actor_type = caf::typed_actor<
+    replies_to<run_request>::with<job_result>,        // starts the job, then waits as asked
+    replies_to<wait_request>::with<job_result>,       // a long-poll window
+    replies_to<tail_request>::with<job_result>,       // the last bytes of output
+    replies_to<status_request>::with<job_status_view>,
+    replies_to<input_request>::with<job_result>,      // pastes, then waits as asked
+    replies_to<terminate_request>::with<job_status_view>,  // once ended and output final
+    replies_to<delete_request>::with<job_deleted>,
+    replies_to<info_request>::with<job_info>,         // the row for GET /v1/jobs
+    reacts_to<dir_changed>,                           // from fs_watcher
+    reacts_to<session_gone>,                          // from tmux_server
+    reacts_to<recover_job>,                           // from the registry, after startup
+    reacts_to<collect_if_expired>,                    // from the registry, for retention
+    reacts_to<shutdown_jobs>,
+    // internal: timers
+    reacts_to<waiter_tick>, reacts_to<pipe_ready_timeout>, reacts_to<terminate_deadline>,
+    reacts_to<finalizer_timeout>, reacts_to<store_retry_tick>, reacts_to<settle_retry>,
+    reacts_to<remove_retry_tick>, reacts_to<answer_deadline>, reacts_to<start_deadline>,
+    reacts_to<output_final_deadline>, reacts_to<retire>>;
+
+// job_registry: which jobs exist. Admits runs, hands each job request to its actor
+// (CAF delegation: the job actor answers the requester directly), lists jobs.
+using job_registry_actor = caf::typed_actor<
+    replies_to<run_request>::with<job_result>,
+    replies_to<wait_request>::with<job_result>,
+    replies_to<tail_request>::with<job_result>,
+    replies_to<status_request>::with<job_status_view>,
+    replies_to<input_request>::with<job_result>,
+    replies_to<terminate_request>::with<job_status_view>,
+    replies_to<delete_request>::with<job_deleted>,
+    replies_to<list_request>::with<job_list>,
+    replies_to<recover_all>::with<store_rows>,   // settle every row (startup, D8)
+    replies_to<job_removed>::with<removal_ack>,  // from a job actor that is gone
+    reacts_to<collect_jobs>,                     // from retention_gc
+    reacts_to<shutdown_jobs>>;
+
+// retention_gc: the retention timer (D1).
+using retention_gc_actor = caf::typed_actor<reacts_to<gc_tick>, reacts_to<shutdown_jobs>>;
+
+// api_edge: HTTP requests in, domain requests out, domain answers back to HTTP.
+using api_edge_actor = caf::typed_actor<reacts_to<http_call>, reacts_to<shutdown_jobs>>;
+
+}  // namespace shellctl::actors

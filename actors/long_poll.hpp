@@ -1,0 +1,121 @@
+#pragma once
+// The long-poll rules of http-api.md §5.2 as a CAF-free class, so that they are unit
+// tested without actors, clocks or files: job_actor feeds it the output size and whether
+// the job is done, and acts on what it decides. A waiter is answered on
+//   (a) completion   — the job is done (and its output final): everything from offset;
+//   (b) a full window — more than `limit` bytes past offset are ready;
+//   (c) idle flush   — output arrived and then stayed quiet for idle_flush seconds;
+//   (d) timeout      — its deadline passed;
+// and refused when its offset lies beyond the output (invalid_offset).
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+namespace shellctl::actors {
+
+// Long-poll parameters after defaulting and clamping (http-api.md §5.2, D5).
+struct wait_params {
+  std::uint64_t offset = 0;
+  double timeout_s = 0;
+  std::uint64_t limit = 16384;
+  double idle_flush_s = 0.5;
+};
+
+enum class poll_verdict { keep_waiting, done, full_window, idle_flush, timeout, invalid_offset };
+
+template <class Answer>
+class long_poll_set {
+ public:
+  using clock = std::chrono::steady_clock;
+
+  struct waiter {
+    std::uint64_t id;
+    wait_params p;
+    Answer answer;
+    clock::time_point deadline;
+    std::uint64_t last_size;
+    bool saw_output;
+    clock::time_point last_growth;
+    std::optional<clock::time_point> tick_at;  // the earliest wake-up already scheduled
+  };
+
+  // Adds a waiter for output of `size` bytes so far; evaluate() right after decides it.
+  void add(const wait_params& p, Answer answer, std::uint64_t size, clock::time_point now) {
+    waiters_.push_back(waiter{next_id_++, p, std::move(answer),
+                              now + std::chrono::duration_cast<clock::duration>(
+                                        std::chrono::duration<double>(p.timeout_s)),
+                              size, size > p.offset, now, std::nullopt});
+  }
+
+  // Decides every waiter against the output `size` and `job_done` (done first: a done
+  // job's log no longer grows, so the size read after it is final). `answer(w, verdict)`
+  // is called for each waiter that is decided, which then leaves the set; `wake(id, at)`
+  // for each one that needs a timer (a tick for `id` at `at`, then call ticked(id)).
+  template <class OnAnswer, class OnWake>
+  void evaluate(bool job_done, std::uint64_t size, clock::time_point now, OnAnswer&& answer,
+                OnWake&& wake) {
+    for (auto it = waiters_.begin(); it != waiters_.end();) {
+      auto& w = *it;
+      auto verdict = decide(w, job_done, size, now);
+      if (verdict != poll_verdict::keep_waiting) {
+        waiter decided = std::move(w);
+        it = waiters_.erase(it);
+        answer(decided, verdict);
+        continue;
+      }
+      auto next = w.deadline;
+      if (size > w.p.offset && w.saw_output) next = std::min(next, w.last_growth + idle(w));
+      if (!w.tick_at || next < *w.tick_at) {
+        w.tick_at = next;
+        wake(w.id, next);
+      }
+      ++it;
+    }
+  }
+
+  // A scheduled wake-up for `id` happened: a later one may be needed.
+  void ticked(std::uint64_t id) {
+    for (auto& w : waiters_)
+      if (w.id == id) w.tick_at.reset();
+  }
+
+  // Takes every waiter out (the job is removed or the server stops).
+  std::vector<waiter> take_all() {
+    std::vector<waiter> all = std::move(waiters_);
+    waiters_.clear();
+    return all;
+  }
+
+  bool empty() const { return waiters_.empty(); }
+  std::size_t size() const { return waiters_.size(); }
+
+ private:
+  static clock::duration idle(const waiter& w) {
+    return std::chrono::duration_cast<clock::duration>(
+        std::chrono::duration<double>(w.p.idle_flush_s));
+  }
+
+  static poll_verdict decide(waiter& w, bool job_done, std::uint64_t size, clock::time_point now) {
+    if (w.p.offset > size) return poll_verdict::invalid_offset;
+    if (size > w.last_size) {
+      w.last_size = size;
+      if (size > w.p.offset) {
+        w.saw_output = true;
+        w.last_growth = now;
+      }
+    }
+    if (job_done) return poll_verdict::done;
+    if (size > w.p.offset && size - w.p.offset > w.p.limit) return poll_verdict::full_window;
+    if (size > w.p.offset && w.saw_output && now - w.last_growth >= idle(w))
+      return poll_verdict::idle_flush;
+    if (now >= w.deadline) return poll_verdict::timeout;
+    return poll_verdict::keep_waiting;
+  }
+
+  std::vector<waiter> waiters_;
+  std::uint64_t next_id_ = 1;
+};
+
+}  // namespace shellctl::actors

@@ -1,0 +1,396 @@
+// job_registry under CAF's deterministic test_coordinator: recover-then-serve (requests
+// that arrive while recovering wait in the mailbox and are answered, in order, once every
+// row has its job actor), delegation of job requests to the job's actor, and domain errors.
+//
+// Real: the registry, its job actors, the job_store on a real SQLite file, the
+// cleanup_worker and the job directories on disk. Stand-ins: tmux_server and fs_watcher,
+// because each owns a reader thread (tmux's stdout, inotify) that would enqueue messages
+// behind the deterministic scheduler's back; the stand-ins implement the same typed
+// interfaces and answer as the real ones do when tmux has no sessions.
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <caf/all.hpp>
+#include <caf/scheduler/test_coordinator.hpp>
+#include <cstdlib>
+#include <optional>
+#include <map>
+#include <set>
+#include <vector>
+#include <string>
+
+#include "actors/api_views.hpp"
+#include "actors/cleanup_worker.hpp"
+#include "actors/job_registry.hpp"
+#include "actors/job_store.hpp"
+#include "io/fs/files.hpp"
+
+using namespace shellctl::actors;
+namespace store = shellctl::io::store;
+
+namespace {
+
+// What the stand-ins learn, so that a test can play tmux and inotify towards a job actor.
+// Everything runs on the test's one thread (the deterministic scheduler): nothing is shared.
+struct observed {
+  std::map<std::string, session_owner> session_owners;  // from new-session commands
+  std::map<std::string, dir_listener> dir_owners;       // from watch_dir
+  std::vector<std::string> tmux_lines;                  // every command line sent
+};
+
+// `alive`: the sessions tmux lists (their jobs recover as running).
+tmux_server_actor::behavior_type tmux_stand_in(tmux_server_actor::pointer self,
+                                               std::set<std::string> alive, observed* seen) {
+  return {
+      [](tmux_start&) { return tmux_reply{}; },
+      [seen](tmux_command& m) {
+        tmux_reply r;
+        r.output.resize(m.lines.size());
+        seen->tmux_lines.insert(seen->tmux_lines.end(), m.lines.begin(), m.lines.end());
+        if (!m.creates_session.empty()) {
+          r.output[0].push_back("4242 @9");  // "<pane_pid> <window_id>", as tmux prints it
+          seen->session_owners[m.creates_session] = m.owner;
+        }
+        return r;
+      },
+      [alive](list_sessions_request&) { return session_list{true, {}, alive}; },
+      [alive, seen](track_session& m) {
+        if (alive.count(m.name))
+          seen->session_owners[m.name] = m.owner;
+        else
+          caf::anon_send(m.owner, session_gone{false});
+      },
+      [](tmux_lines&) {},
+      [](tmux_client_exited&) {},
+      [self](shutdown_jobs&) { self->quit(); },
+  };
+}
+
+fs_watcher_actor::behavior_type watcher_stand_in(fs_watcher_actor::pointer self,
+                                                 observed* seen) {
+  return {
+      [seen](watch_dir& m) {
+        seen->dir_owners[m.path] = m.owner;
+        return watch_ack{true, {}};
+      },
+      [](unwatch_dir&) {},
+      [](fs_batch&) {},
+      [self](shutdown_jobs&) { self->quit(); },
+  };
+}
+
+struct fixture {
+  std::string dir;
+  caf::actor_system_config cfg;
+  std::optional<caf::actor_system> sys;
+  caf::scheduler::test_coordinator* sched = nullptr;
+  job_registry_actor registry;
+  job_store_actor store_actor;
+  tmux_server_actor tmux;
+  fs_watcher_actor watcher;
+  cleanup_worker_actor cleanup;
+
+  fixture() {
+    char tmpl[] = "/tmp/shellctl-registry-XXXXXX";
+    dir = mkdtemp(tmpl);
+    shellctl::io::fs::make_dirs(dir + "/jobs", 0700);
+    shellctl::io::fs::make_dirs(dir + "/runtime", 0700);
+    cfg.set("scheduler.policy", caf::atom("testing"));
+  }
+  ~fixture() {
+    // Every actor is told to stop: the system waits for all of them before it goes.
+    if (sys) {
+      caf::anon_send(registry, shutdown_jobs{});
+      caf::anon_send(store_actor, shutdown_jobs{});
+      caf::anon_send(tmux, shutdown_jobs{});
+      caf::anon_send(watcher, shutdown_jobs{});
+      caf::anon_send(cleanup, shutdown_jobs{});
+      sched->run();
+    }
+    sys.reset();
+    std::system(("rm -rf '" + dir + "'").c_str());
+  }
+
+  std::set<std::string> alive_sessions;
+  observed seen;
+
+  // A stdio job's row and directory after its start: running, its runner let go.
+  store::job_row insert_running(store::jobs_db& db, const std::string& id,
+                                const std::string& created, const std::string& output) {
+    store::job_row r;
+    r.job_id = id;
+    r.script_path = "jobs/" + id + "/script";
+    r.output_path = "jobs/" + id + "/output.log";
+    r.cwd = "/tmp";
+    r.session_name = "shellctl-" + id;
+    r.pane_target = "shellctl-" + id + ":0.0";
+    r.created_at = created;
+    r.updated_at = created;
+    r.mode = "stdio";
+    REQUIRE(db.insert(r));
+    REQUIRE(db.apply(id, store::transition{"running", {"created"}, {}, {}, {}, false}, created));
+    shellctl::io::fs::make_dirs(dir + "/jobs/" + id, 0700);
+    shellctl::io::fs::write_file(dir + "/jobs/" + id + "/output.log", output, 0600);
+    shellctl::io::fs::write_file(dir + "/jobs/" + id + "/start-gate", "", 0600);
+    return r;
+  }
+
+  // A running stdio job, as the server left it when it stopped: its session lives on.
+  void add_running_job(store::jobs_db& db, const std::string& id, const std::string& created) {
+    alive_sessions.insert(insert_running(db, id, created, "so far\n").session_name);
+  }
+
+  // A finished stdio job (its output cannot grow: no session), as a crash leaves it.
+  void add_finished_job(store::jobs_db& db, const std::string& id, const std::string& created,
+                        std::int64_t code) {
+    insert_running(db, id, created, "out-" + id + "\n");
+    REQUIRE(db.record_exit_server(id, code, created) == store::record_result::recorded);
+  }
+
+  // Startup's recover_all, run to completion.
+  void recover() {
+    std::optional<store_rows> recovered;
+    std::optional<job_error_view> err;
+    ask(recover_all{}, recovered, err);
+    sched->run();
+    REQUIRE(recovered);
+    REQUIRE(recovered->ok);
+  }
+
+  // Starts with the rows `fill` writes into the database first.
+  template <class Fill>
+  void start_with(Fill fill) {
+    {
+      store::jobs_db db(dir + "/shellctl.db", 1000, store::jobs_db::open_mode::create_schema);
+      fill(db);
+    }
+    start();
+  }
+
+  void start() {
+    sys.emplace(cfg);
+    sched = &dynamic_cast<caf::scheduler::test_coordinator&>(sys->scheduler());
+    auto db = std::make_shared<store::jobs_db>(dir + "/shellctl.db", 1000,
+                                               store::jobs_db::open_mode::create_schema);
+    job_settings js;
+    js.state_dir = dir;
+    js.runtime_dir = dir + "/runtime";
+    js.default_cwd = "/tmp";
+    js.state_dir_canonical = dir;
+    js.server_home_canonical = "/tmp";
+    js.runner_link = dir + "/runtime/bin/shellctl-runner";
+    js.isolation = false;
+    store_actor = sys->spawn(job_store, db);
+    tmux = sys->spawn(tmux_stand_in, alive_sessions, &seen);
+    watcher = sys->spawn(watcher_stand_in, &seen);
+    cleanup = sys->spawn(cleanup_worker);
+    registry = sys->spawn(job_registry, js, store_actor, tmux, watcher, cleanup);
+    sched->run();
+  }
+
+  // Sends `req` to the registry from a client actor; the answer lands in `out`.
+  template <class Request, class Reply>
+  void ask(Request req, std::optional<Reply>& out, std::optional<job_error_view>& err) {
+    auto reg = registry;
+    sys->spawn([reg, req, &out, &err](caf::event_based_actor* client) {
+      client->request(reg, std::chrono::seconds(60), req)
+          .then([&out](Reply& r) { out = std::move(r); },
+                [&err](caf::error& e) { err = read_job_error(e); });
+    });
+  }
+};
+
+}  // namespace
+
+TEST_CASE("recovering: requests wait in the mailbox and are answered in order after recovery") {
+  fixture f;
+  {
+    store::jobs_db db(f.dir + "/shellctl.db", 1000, store::jobs_db::open_mode::create_schema);
+    f.add_finished_job(db, "aaaa", "2026-08-04T10:00:00Z", 0);
+    f.add_finished_job(db, "bbbb", "2026-08-04T10:00:01Z", 7);
+  }
+  shellctl::io::fs::make_dirs(f.dir + "/jobs/orphan", 0700);  // a crash between mkdir and insert
+  f.start();
+
+  std::optional<job_list> listed;
+  std::optional<job_status_view> status;
+  std::optional<job_error_view> list_err, status_err;
+  f.ask(list_request{std::nullopt, 50}, listed, list_err);
+  f.ask(status_request{"bbbb"}, status, status_err);
+  f.sched->run();
+  CHECK_FALSE(listed);  // skipped: the registry has not recovered yet
+  CHECK_FALSE(status);
+  CHECK_FALSE(list_err);
+
+  std::optional<store_rows> recovered;
+  std::optional<job_error_view> recover_err;
+  f.ask(recover_all{}, recovered, recover_err);
+  f.sched->run();
+  REQUIRE(recovered);
+  CHECK(recovered->ok);
+
+  REQUIRE(listed);
+  REQUIRE(listed->jobs.size() == 2);
+  CHECK(listed->jobs[0].job_id == "bbbb");  // newest first
+  CHECK(listed->jobs[1].job_id == "aaaa");
+  CHECK(listed->jobs[0].status == "exited");
+  REQUIRE(status);
+  CHECK(status->row.job_id == "bbbb");
+  CHECK(status->row.status == "exited");
+  CHECK(status->row.exit_code == std::optional<std::int64_t>(7));
+  CHECK(status->offset == std::string("out-bbbb\n").size());
+  CHECK_FALSE(shellctl::io::fs::exists(f.dir + "/jobs/orphan"));
+}
+
+TEST_CASE("serving: unknown ids are job_not_found, known ones answered by the job's actor") {
+  fixture f;
+  f.start_with(
+      [&](store::jobs_db& db) { f.add_finished_job(db, "cccc", "2026-08-04T10:00:00Z", 3); });
+  f.recover();
+
+  std::optional<job_result> tail;
+  std::optional<job_error_view> tail_err;
+  f.ask(tail_request{"cccc", 100}, tail, tail_err);
+  std::optional<job_status_view> missing;
+  std::optional<job_error_view> missing_err;
+  f.ask(status_request{"nope"}, missing, missing_err);
+  std::optional<job_result> waited;
+  std::optional<job_error_view> refused_err;
+  f.ask(wait_request{"cccc", wait_params{1000, 0, 100, 0.5}}, waited, refused_err);
+  f.sched->run();
+
+  REQUIRE(tail);
+  CHECK(tail->window.text == "out-cccc\n");
+  CHECK(tail->row.exit_code == std::optional<std::int64_t>(3));
+  REQUIRE(missing_err);
+  CHECK(missing_err->code == job_errc::job_not_found);
+  CHECK_FALSE(missing);
+  CHECK_FALSE(waited);
+  REQUIRE(refused_err);  // offset beyond the output
+  CHECK(refused_err->code == job_errc::invalid_offset);
+  CHECK(refused_err->text == "offset 1000 exceeds current file size 9");
+
+  std::optional<job_deleted> deleted;
+  std::optional<job_error_view> delete_err;
+  f.ask(delete_request{"cccc", false, 10}, deleted, delete_err);
+  f.sched->run();
+  REQUIRE(deleted);
+  CHECK(deleted->job_id == "cccc");
+  CHECK_FALSE(shellctl::io::fs::exists(f.dir + "/jobs/cccc"));
+  missing_err.reset();
+  f.ask(status_request{"cccc"}, missing, missing_err);
+  f.sched->run();
+  REQUIRE(missing_err);
+  CHECK(missing_err->code == job_errc::job_not_found);
+}
+
+TEST_CASE("a long-poll on a running job is answered at its deadline, by the actor clock") {
+  fixture f;
+  f.start_with([&](store::jobs_db& db) { f.add_running_job(db, "dddd", "2026-08-04T10:00:00Z"); });
+  f.recover();
+
+  std::optional<job_result> waited;
+  std::optional<job_error_view> wait_err;
+  f.ask(wait_request{"dddd", wait_params{7, 5, 100, 0.5}}, waited, wait_err);
+  f.sched->run();
+  CHECK_FALSE(waited);  // nothing new after offset 7, and 5 s have not passed
+  CHECK_FALSE(wait_err);
+  f.sched->advance_time(std::chrono::seconds(3));
+  f.sched->run();
+  CHECK_FALSE(waited);
+  f.sched->advance_time(std::chrono::seconds(3));
+  f.sched->run();
+  REQUIRE(waited);
+  CHECK(waited->row.status == "running");
+  CHECK(waited->window.text.empty());
+  CHECK(waited->window.offset == 7);
+  CHECK_FALSE(waited->window.truncated);
+
+  std::optional<job_deleted> deleted;
+  std::optional<job_error_view> delete_err;
+  f.ask(delete_request{"dddd", false, 10}, deleted, delete_err);
+  f.sched->run();
+  REQUIRE(delete_err);  // a running job is not deleted without force
+  CHECK(delete_err->code == job_errc::job_running);
+  CHECK(delete_err->text == "Job dddd is still running");
+}
+
+TEST_CASE("a stdio run: created → starting → running, answered; exit artifacts → exited") {
+  fixture f;
+  f.start();
+  f.recover();
+
+  run_request run;
+  run.spec.script = "echo hi";
+  run.spec.cwd = "/tmp";
+  run.spec.mode = job_mode::stdio;
+  run.spec.env = {{"HOME", "/tmp"}};
+  run.spec.wait = wait_params{0, 0, 100, 0.5};  // answer as soon as it runs
+  std::optional<job_result> started;
+  std::optional<job_error_view> start_err;
+  f.ask(run, started, start_err);
+  f.sched->run();
+  REQUIRE_FALSE(start_err);
+  REQUIRE(started);
+  CHECK(started->row.status == "running");
+  CHECK(started->row.mode == "stdio");
+  const std::string id = started->row.job_id;
+  const std::string job_dir = f.dir + "/jobs/" + id;
+  CHECK(shellctl::io::fs::exists(job_dir + "/start-gate"));  // the runner was let go
+  CHECK(shellctl::io::fs::exists(job_dir + "/script"));
+  REQUIRE(f.seen.tmux_lines.size() == 1);
+  CHECK(f.seen.tmux_lines[0].rfind("new-session ", 0) == 0);
+
+  // A long-poll that waits for the end.
+  std::optional<job_result> waited;
+  std::optional<job_error_view> wait_err;
+  f.ask(wait_request{id, wait_params{0, 30, 100, 0.5}}, waited, wait_err);
+  f.sched->run();
+  CHECK_FALSE(waited);
+
+  // The runner prints, records its exit and its pane closes: as inotify and tmux tell it.
+  shellctl::io::fs::write_file(job_dir + "/output.log", "hi\n", 0600);
+  shellctl::io::fs::write_file(job_dir + "/runner-exit-code", "3", 0600);
+  shellctl::io::fs::write_file(job_dir + "/runner-ended-at", "2026-08-04T10:00:05Z", 0600);
+  REQUIRE(f.seen.dir_owners.count(job_dir));
+  caf::anon_send(f.seen.dir_owners[job_dir],
+                 dir_changed{{"output.log", "runner-exit-code", "runner-ended-at"}});
+  REQUIRE(f.seen.session_owners.count("shellctl-" + id));
+  caf::anon_send(f.seen.session_owners["shellctl-" + id], session_gone{false});
+  f.sched->run();
+  REQUIRE(waited);
+  CHECK(waited->row.status == "exited");
+  CHECK(waited->row.exit_code == std::optional<std::int64_t>(3));
+  CHECK(waited->row.ended_at == std::optional<std::string>("2026-08-04T10:00:05Z"));
+  CHECK(waited->window.text == "hi\n");
+  CHECK(waited->window.offset == 3);
+}
+
+TEST_CASE("a running job whose session is gone without exit artifacts becomes lost") {
+  fixture f;
+  f.start_with([&](store::jobs_db& db) { f.add_running_job(db, "eeee", "2026-08-04T10:00:00Z"); });
+  f.recover();
+  std::optional<job_status_view> before;
+  std::optional<job_error_view> before_err;
+  f.ask(status_request{"eeee"}, before, before_err);
+  f.sched->run();
+  REQUIRE(before);
+  CHECK(before->row.status == "running");
+
+  std::optional<job_result> waited;
+  std::optional<job_error_view> wait_err;
+  f.ask(wait_request{"eeee", wait_params{0, 30, 100, 0.5}}, waited, wait_err);
+  f.sched->run();
+  CHECK_FALSE(waited);
+
+  // The recovered job asked tmux_server to track its session; now the session ends.
+  REQUIRE(f.seen.session_owners.count("shellctl-eeee"));
+  caf::anon_send(f.seen.session_owners["shellctl-eeee"], session_gone{false});
+  f.sched->run();
+  REQUIRE(waited);
+  CHECK(waited->row.status == "lost");
+  CHECK(waited->row.reason == std::optional<std::string>("tmux_session_missing"));
+  // D3: only exited reports a number (the row may hold the original's filled-in code).
+  CHECK(job_result_json(*waited).find("\"exit_code\":null") != std::string::npos);
+  CHECK(waited->window.text == "so far\n");
+}
