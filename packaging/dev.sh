@@ -126,7 +126,11 @@ case "${1:-}" in
     # crash fails.
     [ -f build-fuzz/build.ninja ] || CC=clang CXX=clang++ meson setup build-fuzz -Dfuzz=true -Dwerror=true >/dev/null
     echo "building with clang (build-fuzz/)"
-    ninja -C build-fuzz | grep -v "^\[" || true
+    if ! ninja -C build-fuzz > build-fuzz/ninja.log 2>&1; then
+      grep -v "^\[" build-fuzz/ninja.log | tail -n 60
+      echo "clang build FAILED" >&2
+      exit 1
+    fi
     for f in http json tmux; do
       corpus=$(mktemp -d)
       seeds=tests/fuzz/$f/corpus
