@@ -55,7 +55,42 @@ template <> struct reply_of<terminate_request> { using type = job_status_view; }
 template <> struct reply_of<delete_request> { using type = job_deleted; };
 template <> struct reply_of<list_request> { using type = job_list; };
 
-void ask(api_edge_actor::pointer self, const job_registry_actor& registry, decoded_request req,
+using self_ptr = api_edge_actor::stateful_pointer<api_edge_state>;
+constexpr auto sweep_interval = std::chrono::seconds(1);
+
+// The answer to open request `id`, unless its bound already answered it.
+void give(self_ptr self, std::uint64_t id, io::http::response r) {
+  auto it = self->state.open.find(id);
+  if (it == self->state.open.end()) return;
+  it->second.resp.send(std::move(r));
+  self->state.open.erase(it);
+}
+
+void arm_sweep(self_ptr self) {
+  if (self->state.sweep_armed) return;
+  self->state.sweep_armed = true;
+  self->delayed_send(self, sweep_interval, edge_sweep{});
+}
+
+// Every bound that passed is answered 503 (within a second of it); a late answer from the
+// actors then finds nothing open and is dropped.
+void sweep(self_ptr self) {
+  auto& st = self->state;
+  st.sweep_armed = false;
+  const auto now = self->clock().now();
+  for (auto it = st.open.begin(); it != st.open.end();) {
+    if (it->second.deadline <= now) {
+      it->second.resp.send(error_response(
+          job_error_view{job_errc::unavailable, "the server did not answer in time"}));
+      it = st.open.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  if (!st.open.empty()) arm_sweep(self);
+}
+
+void ask(self_ptr self, const job_registry_actor& registry, decoded_request req,
          io::http::responder resp) {
   std::visit(
       [&](auto& r) {
@@ -63,10 +98,16 @@ void ask(api_edge_actor::pointer self, const job_registry_actor& registry, decod
         if constexpr (std::is_same_v<T, job_error_view>) {
           resp.send(error_response(r));
         } else {
-          auto bound = answer_bound(r);
-          self->request(registry, bound, std::move(r))
-              .then([resp](typename reply_of<T>::type& answer) { resp.send(encode(answer)); },
-                    [resp](caf::error& e) { resp.send(error_response(read_job_error(e))); });
+          auto& st = self->state;
+          const auto id = st.next_id++;
+          st.open.emplace(id, api_edge_state::open_answer{
+                                  self->clock().now() + answer_bound(r), std::move(resp)});
+          arm_sweep(self);
+          // The bound is kept by the sweep above, not by a CAF request timeout: each of
+          // those wakes CAF's timer thread, one context switch per request.
+          self->request(registry, caf::infinite, std::move(r))
+              .then([self, id](typename reply_of<T>::type& answer) { give(self, id, encode(answer)); },
+                    [self, id](caf::error& e) { give(self, id, error_response(read_job_error(e))); });
         }
       },
       req);
@@ -74,7 +115,8 @@ void ask(api_edge_actor::pointer self, const job_registry_actor& registry, decod
 
 }  // namespace
 
-api_edge_actor::behavior_type api_edge(api_edge_actor::pointer self, job_registry_actor registry) {
+api_edge_actor::behavior_type api_edge(api_edge_actor::stateful_pointer<api_edge_state> self,
+                                       job_registry_actor registry) {
   return {
       [self, registry](http_call& call) {
         // Decoding is pure and answers its own errors; nothing here may end the actor,
@@ -85,7 +127,11 @@ api_edge_actor::behavior_type api_edge(api_edge_actor::pointer self, job_registr
           call.resp.send(error_response(500, "internal_error", e.what()));
         }
       },
-      [self](shutdown_jobs&) { self->quit(); },
+      [self](edge_sweep&) { sweep(self); },
+      [self](shutdown_jobs&) {
+        // What is still open is answered by its responder (500) when the state goes.
+        self->quit();
+      },
   };
 }
 

@@ -5,10 +5,28 @@
 // the domain answer or job_errc error into the API's status and body
 // (actors/api_views.hpp). It earns its hop by being the requester: the libuv thread
 // cannot be one, and each answer's timeout and error path live here.
+#include <chrono>
+#include <cstdint>
+#include <unordered_map>
+
 #include "actors/interfaces.hpp"
 
 namespace shellctl::actors {
 
-api_edge_actor::behavior_type api_edge(api_edge_actor::pointer self, job_registry_actor registry);
+struct api_edge_state {
+  static inline const char* name = "api_edge";
+  using clock = std::chrono::steady_clock;
+  // Requests asked and not yet answered, with the bound by which they are answered 503.
+  struct open_answer {
+    clock::time_point deadline;
+    io::http::responder resp;
+  };
+  std::unordered_map<std::uint64_t, open_answer> open;
+  std::uint64_t next_id = 1;
+  bool sweep_armed = false;
+};
+
+api_edge_actor::behavior_type api_edge(api_edge_actor::stateful_pointer<api_edge_state> self,
+                                       job_registry_actor registry);
 
 }  // namespace shellctl::actors

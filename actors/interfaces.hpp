@@ -85,6 +85,8 @@ using job_registry_actor = caf::typed_actor<
 using retention_gc_actor = caf::typed_actor<reacts_to<gc_tick>, reacts_to<shutdown_jobs>>;
 
 // api_edge: HTTP requests in, domain requests out, domain answers back to HTTP.
-using api_edge_actor = caf::typed_actor<reacts_to<http_call>, reacts_to<shutdown_jobs>>;
+using api_edge_actor = caf::typed_actor<reacts_to<http_call>,
+                                        reacts_to<edge_sweep>,  // internal: its timer
+                                        reacts_to<shutdown_jobs>>;
 
 }  // namespace shellctl::actors

@@ -38,6 +38,9 @@ struct http_call {
   io::http::responder resp;
 };
 
+// api_edge → itself: answer the requests whose bound passed (once a second while any is open).
+struct edge_sweep {};
+
 // ---------------------------------------------------------------- api_edge → registry → job
 enum class job_mode : std::uint8_t { pty, stdio };
 // The mode as the jobs table spells it.
@@ -265,6 +268,7 @@ struct retire {};
 
 // Local messages only: they never cross a process boundary, so CAF needs no serializer.
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::http_call)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::edge_sweep)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::run_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::wait_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::tail_request)

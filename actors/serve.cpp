@@ -3,10 +3,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <vector>
 
 #include "actors/api_edge.hpp"
 #include "actors/api_front.hpp"
@@ -132,11 +134,16 @@ int serve(const io::config::serve_config& cfg) {
   auto watcher = sys.spawn(fs_watcher);
   auto cleanup = sys.spawn<caf::detached>(cleanup_worker);
   auto registry = sys.spawn(job_registry, js, store, tmux, watcher, cleanup);
-  auto edge = sys.spawn(api_edge, registry);
+  // One edge per scheduler thread: decoding bodies and encoding answers (output windows of
+  // up to 512 KiB) then runs in parallel; the edges hold no state, so any request may go to
+  // any of them (the front deals them out in turn).
+  std::vector<api_edge_actor> edges;
+  for (std::size_t i = 0; i < std::max<std::size_t>(1, sys.scheduler().num_workers()); ++i)
+    edges.push_back(sys.spawn(api_edge, registry));
   auto gc = sys.spawn(retention_gc, retention_settings{cfg.retention, cfg.gc_interval}, store,
                       registry);
   auto stop_all = [&] {
-    caf::anon_send(edge, shutdown_jobs{});
+    for (auto& e : edges) caf::anon_send(e, shutdown_jobs{});
     caf::anon_send(gc, shutdown_jobs{});
     caf::anon_send(registry, shutdown_jobs{});
     caf::anon_send(watcher, shutdown_jobs{});
@@ -177,8 +184,10 @@ int serve(const io::config::serve_config& cfg) {
     head.accepted = std::get<route_match>(std::move(verdict));
     return std::nullopt;
   };
-  io::http::server front(http_cfg, [edge, token](io::http::request&& req,
-                                                 io::http::responder resp) {
+  // The handler runs on the loop thread only: `next_edge` needs no synchronization.
+  std::size_t next_edge = 0;
+  io::http::server front(http_cfg, [&edges, &next_edge, token](io::http::request&& req,
+                                                               io::http::responder resp) {
     route_match route;
     if (auto* decided = std::any_cast<route_match>(&req.accepted)) {
       route = std::move(*decided);
@@ -190,6 +199,7 @@ int serve(const io::config::serve_config& cfg) {
       }
       route = std::get<route_match>(std::move(verdict));
     }
+    auto& edge = edges[next_edge++ % edges.size()];
     caf::anon_send(edge, http_call{std::move(req), std::move(route), std::move(resp)});
   });
   try {
@@ -202,7 +212,9 @@ int serve(const io::config::serve_config& cfg) {
 
   // D8: every row is settled against tmux and the files on disk. Job requests that
   // arrive meanwhile wait in the registry's mailbox; a failure stops the server. The
-  // flag is written by this one actor and read after run() returns.
+  // flag is written by this one actor and read after run() returns. The actor accepts no
+  // message (it only waits for one answer), so it has no interface to type: the one
+  // untyped actor in the tree.
   std::atomic<int> rc{0};
   auto startup = sys.spawn([&, registry, gc](caf::event_based_actor* startup) {
     startup->request(registry, caf::infinite, recover_all{})
