@@ -4,7 +4,7 @@
 Runs `shellctl serve` (with a token) and a private non-daemon nginx serving a small static
 file, then measures requests/s and p50/p99 latency for
   * shellctl GET /healthz (open route),
-  * shellctl authenticated GET of an unknown route (404 not_found, through auth + router),
+  * shellctl authenticated GET of an unknown route (404 not_found, through auth + route match),
   * nginx GET of a static file,
 at 1, 16 and 64 connections. Prints a table and the ratio to nginx. Never asserts times.
 
