@@ -204,8 +204,12 @@ decoded_request decode(const io::http::request& req, const route_match& m) {
       auto limit = parse_int(query_param(req.query, "limit")).value_or(0);
       std::size_t n = limit <= 0 ? 50 : static_cast<std::size_t>(std::min<std::int64_t>(limit, 200));
       auto status = query_param(req.query, "status");
-      if (status && status->empty()) status.reset();
-      return list_request{status, n};
+      list_request list{false, std::nullopt, n};
+      if (status && !status->empty()) {
+        list.filtered = true;
+        list.status = io::store::parse_status(*status);
+      }
+      return list;
     }
   }
   return job_error_view{job_errc::internal_error, "no decoder for this route"};

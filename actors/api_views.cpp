@@ -7,13 +7,13 @@ namespace {
 
 using io::json::writer;
 
-bool is_done(const job_row& row) { return io::store::is_terminal_status(row.status); }
+bool is_done(const job_row& row) { return io::store::is_terminal(row.status); }
 
 // Decision D3: only `exited` reports a number; terminated/failed/lost report null
 // (the original's filled-in 0 reads as success).
 void write_exit_code(writer& w, const job_row& row) {
   w.key("exit_code");
-  if (row.status == "exited" && row.exit_code)
+  if (row.status == io::store::job_status::exited && row.exit_code)
     w.value(*row.exit_code);
   else
     w.null();
@@ -37,7 +37,7 @@ std::string job_result_json(const job_result& r) {
   w.begin_object();
   w.key("job_id").value(row.job_id);
   w.key("done").value(is_done(row));
-  w.key("status").value(row.status);
+  w.key("status").value(io::store::status_text(row.status));
   write_exit_code(w, row);
   w.key("output_path").value(output_path);
   w.key("output").value(win.text);
@@ -53,7 +53,7 @@ std::string job_status_json(const job_status_view& v) {
   writer w;
   w.begin_object();
   w.key("job_id").value(row.job_id);
-  w.key("status").value(row.status);
+  w.key("status").value(io::store::status_text(row.status));
   w.key("done").value(is_done(row));
   write_exit_code(w, row);
   w.key("created_at").value(row.created_at);
@@ -73,7 +73,7 @@ std::string job_list_json(const job_list& list) {
   for (auto& j : jobs) {
     w.begin_object();
     w.key("job_id").value(j.job_id);
-    w.key("status").value(j.status);
+    w.key("status").value(io::store::status_text(j.status));
     w.key("created_at").value(j.created_at);
     if (j.started_at) w.key("started_at").value(*j.started_at);
     if (j.ended_at) w.key("ended_at").value(*j.ended_at);

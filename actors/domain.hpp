@@ -74,7 +74,7 @@ struct job_deleted {
 // One row of GET /v1/jobs.
 struct job_info {
   std::string job_id;
-  std::string status;
+  io::store::job_status status;
   std::string created_at;
   std::optional<std::string> started_at;
   std::optional<std::string> ended_at;

@@ -22,21 +22,24 @@ namespace {
 
 using self_ptr = job_actor_type::stateful_pointer<job_state>;
 using clock_type = job_state::clock;
-using io::store::is_terminal_status;
+using io::store::is_before_running;
+using io::store::is_terminal;
+using io::store::job_status;
 using io::store::transition;
 using tmux_line = io::tmux::command;
 
-const std::vector<std::string> live_statuses = {"created", "starting", "running"};
+const std::vector<job_status> live_statuses = {job_status::created, job_status::starting,
+                                               job_status::running};
 
 std::string file(self_ptr self, const char* name) { return io::fs::join(self->state.dir, name); }
-bool done(self_ptr self) { return is_terminal_status(self->state.row.status); }
+bool done(self_ptr self) { return is_terminal(self->state.row.status); }
 // The row as far as the job knows it: the stored one, or what a write being retried will
 // make of it ("reads reflect what is known").
 const job_row& known_row(self_ptr self) {
   return self->state.pending_row ? *self->state.pending_row : self->state.row;
 }
-bool known_done(self_ptr self) { return is_terminal_status(known_row(self).status); }
-bool is_pty(self_ptr self) { return self->state.row.mode != "stdio"; }
+bool known_done(self_ptr self) { return is_terminal(known_row(self).status); }
+bool is_pty(self_ptr self) { return self->state.row.mode == io::store::job_mode::pty; }
 std::string pane(self_ptr self) { return self->state.row.pane_target; }
 
 void settle(self_ptr self);
@@ -322,13 +325,13 @@ void settle(self_ptr self) {
   }
   auto& r = st.row;
   // 1. Terminal rows stay; only a missing ended_at is filled in.
-  if (is_terminal_status(r.status)) {
+  if (is_terminal(r.status)) {
     if (!r.ended_at) apply(self, transition{r.status, {r.status}, {}, {}, {}, false});
     return;
   }
   // 2. An exit code is already recorded.
   if (r.exit_code) {
-    apply(self, transition{"exited", live_statuses, {}, {}, {}, false});
+    apply(self, transition{job_status::exited, live_statuses, {}, {}, {}, false});
     return;
   }
   // 3. Complete exit artifacts (PTY: and the output pipe drained). Every file is looked
@@ -357,15 +360,16 @@ void settle(self_ptr self) {
   if (st.session_alive) {
     // 4a. The sanitizer failed while the job runs: its output is lost.
     if (is_pty(self) && !st.starting && failed_marker) {
-      apply(self, transition{"failed", live_statuses, std::string("pipe_failed"),
+      apply(self, transition{job_status::failed, live_statuses, std::string("pipe_failed"),
                              std::string("The tmux output pipe stopped while the job was "
                                          "still running."),
                              {}, false});
       return;
     }
     // 4b. A start that was interrupted but whose session lives (recovery).
-    if ((r.status == "created" || r.status == "starting") && !st.starting)
-      apply(self, transition{"running", {"created", "starting"}, {}, {}, {}, true});
+    if (is_before_running(r.status) && !st.starting)
+      apply(self, transition{job_status::running, {job_status::created, job_status::starting}, {},
+                             {}, {}, true});
     return;
   }
   // 5a. The runner exited and the pipe finalizer is still draining output.
@@ -387,7 +391,7 @@ void settle(self_ptr self) {
   // 5b. The session is gone without a usable exit record. Whatever of the job still
   // runs (a stdio job's runner outlives its pane while a child holds its pipes) is
   // stopped: a lost job must not keep running where no API call can reach it.
-  if (!st.starting || !(r.status == "created" || r.status == "starting")) {
+  if (!st.starting || !is_before_running(r.status)) {
     // The evidence, for the operator: a lost job is a claim that nothing recorded its end.
     std::fprintf(stderr,
                  "shellctl: job %s lost: session gone; runner-exit-code %s, runner-ended-at %s, "
@@ -399,7 +403,7 @@ void settle(self_ptr self) {
       io::tmux::kill_pane_process_group(st.pane_pid, st.dir);
     else
       self->send(st.peers.cleanup, kill_groups_naming{st.dir});
-    apply(self, transition{"lost", live_statuses, std::string("tmux_session_missing"),
+    apply(self, transition{job_status::lost, live_statuses, std::string("tmux_session_missing"),
                            std::string("The dedicated tmux session is no longer present."), {},
                            false});
   }
@@ -474,7 +478,7 @@ void fail_start(self_ptr self, const std::string& message) {
   st.start_failing = true;
   st.starting = true;  // until the failed row is stored, settle() must not decide
   apply(self,
-        transition{"failed", live_statuses, std::string("start_failed"), message, {}, false},
+        transition{job_status::failed, live_statuses, std::string("start_failed"), message, {}, false},
         [self](store_reply&) {
           auto& st = self->state;
           st.starting = false;
@@ -507,7 +511,8 @@ void open_gate(self_ptr self) {
     return;
   }
   st.gate_opened = true;
-  apply(self, transition{"running", {"starting"}, {}, {}, {}, true}, [self](store_reply&) {
+  apply(self, transition{job_status::running, {job_status::starting}, {}, {}, {}, true},
+        [self](store_reply&) {
     ::unlink(file(self, ".pipe-ready").c_str());
     self->state.starting = false;
     answer_run(self);
@@ -596,7 +601,8 @@ void start_session(self_ptr self) {
   cmd.flag("-d").flag("-P").flag("-F").arg("#{pane_pid} #{window_id}").flag("-s").arg(r.session_name);
   cmd.flag("-x").number(r.terminal_cols).flag("-y").number(r.terminal_rows);
   for (auto& [k, v] : st.cfg.runner_policy_env) cmd.flag("-e").arg(k + "=" + v);
-  cmd.arg(io::text::sh_join({st.cfg.runner_link, st.dir, r.job_id, r.cwd, r.mode}));
+  cmd.arg(io::text::sh_join(
+      {st.cfg.runner_link, st.dir, r.job_id, r.cwd, std::string(io::store::mode_text(r.mode))}));
   // PTY: session and pipe in one round trip. The runner cannot print before the gate,
   // so nothing is lost between the two commands.
   std::vector<std::string> lines = {cmd.line()};
@@ -712,7 +718,8 @@ void begin_run(self_ptr self) {
       abandon(self);
       return;
     }
-    apply(self, transition{"starting", {"created"}, {}, {}, {}, false}, [self](store_reply& r2) {
+    apply(self, transition{job_status::starting, {job_status::created}, {}, {}, {}, false},
+          [self](store_reply& r2) {
       if (start_abandoned(self)) return;
       if (!r2.ok) {
         fail_start(self, r2.error);
@@ -760,7 +767,7 @@ void recover(self_ptr self, bool alive) {
         auto& st = self->state;
         st.watching = ack.ok;
         if (!st.session_alive) {
-          if ((st.row.status == "created" || st.row.status == "starting") &&
+          if (is_before_running(st.row.status) &&
               !io::fs::exists(io::fs::join(st.dir, "start-gate"))) {
             // A crash before the gate opened: the script never ran and the client never
             // learned the id (the run answer waits for the gate). Whatever of the start
@@ -785,7 +792,7 @@ void recover(self_ptr self, bool alive) {
                std::string line = r.output.empty() || r.output[0].empty() ? "" : r.output[0][0];
                st.pane_pid = std::strtol(line.c_str(), nullptr, 10);
                bool pipe_active = line.size() >= 2 && line.substr(line.size() - 2) == " 1";
-               bool interrupted_start = (st.row.status == "created" || st.row.status == "starting") &&
+               bool interrupted_start = is_before_running(st.row.status) &&
                                         !io::fs::exists(io::fs::join(st.dir, "start-gate"));
                if (interrupted_start) {
                  // A crash in the middle of a start, before the gate opened: the script
@@ -799,7 +806,7 @@ void recover(self_ptr self, bool alive) {
                }
                if (is_pty(self) && !pipe_active &&
                    !io::fs::exists(io::fs::join(st.dir, ".pipe-drained"))) {
-                 apply(self, transition{"failed", live_statuses, std::string("pipe_failed"),
+                 apply(self, transition{job_status::failed, live_statuses, std::string("pipe_failed"),
                                         std::string("The tmux output pipe stopped while the job "
                                                     "was still running."),
                                         {}, false});
@@ -818,7 +825,11 @@ void begin_terminate(self_ptr self, double grace_s, std::function<void()> then) 
   if (st.terminating) return;  // a terminate is already under way: share its end
   st.terminating = true;
   auto gen = ++st.terminate_generation;
-  apply(self, transition{"terminated", {"created", "starting", "running", "exited"}, {}, {}, {}, false},
+  apply(self,
+        transition{job_status::terminated,
+                   {job_status::created, job_status::starting, job_status::running,
+                    job_status::exited},
+                   {}, {}, {}, false},
         [self, grace_s, gen](store_reply&) {
           auto& st = self->state;
           if (!st.session_alive) {
@@ -1065,7 +1076,7 @@ job_actor_type::behavior_type job_actor(job_actor_type::stateful_pointer<job_sta
   st.row = std::move(row);
   st.dir = io::fs::join(st.cfg.state_dir, "jobs/" + st.row.job_id);
   st.output_abs = io::fs::join(st.cfg.state_dir, st.row.output_path);
-  st.shown_live_status = done(self) ? "running" : st.row.status;
+  st.shown_live_status = done(self) ? job_status::running : st.row.status;
   return {
       // The first message of a new job (the registry delegates its run): start it.
       [self](run_request& req) -> caf::result<job_result> {

@@ -65,7 +65,7 @@ struct job_state {
   bool output_settled = false;   // latched once the output is final
   bool output_deadline = false;  // the bound on waiting for that passed
   bool output_timer_armed = false;
-  std::string shown_live_status = "created";
+  io::store::job_status shown_live_status = io::store::job_status::created;
   std::vector<std::function<void()>> when_output_final;
 
   // A store write that failed for a passing reason (disk full...) is retried until it

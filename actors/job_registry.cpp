@@ -110,12 +110,12 @@ caf::result<job_result> admit(self_ptr self, run_request& req) {
   row.cwd = cwd;
   row.terminal_cols = spec.cols;
   row.terminal_rows = spec.rows;
-  row.status = "created";
+  row.status = job_status::created;
   row.session_name = "shellctl-" + id;
   row.pane_target = "shellctl-" + id + ":0.0";
   row.created_at = io::text::utc_now();
   row.updated_at = row.created_at;
-  row.mode = mode_text(spec.mode);
+  row.mode = spec.mode;
   st.newest_first.push_front(id);
   // The new actor starts the job and answers the requester itself.
   return self->delegate(spawn_job(self, std::move(row)), std::move(req));
@@ -144,7 +144,7 @@ caf::result<job_list> list(self_ptr self, const list_request& req) {
     job_list out;
     for (auto& i : col->infos) {
       if (!i) continue;  // vanished meanwhile
-      if (col->req.status && i->status != *col->req.status) continue;
+      if (col->req.filtered && (!col->req.status || i->status != *col->req.status)) continue;
       out.jobs.push_back(std::move(*i));
       if (out.jobs.size() >= col->req.limit) break;
     }

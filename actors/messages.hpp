@@ -42,9 +42,8 @@ struct http_call {
 struct edge_sweep {};
 
 // ---------------------------------------------------------------- api_edge → registry → job
-enum class job_mode : std::uint8_t { pty, stdio };
-// The mode as the jobs table spells it.
-inline const char* mode_text(job_mode m) { return m == job_mode::stdio ? "stdio" : "pty"; }
+using io::store::job_mode;
+using io::store::job_status;
 
 struct run_spec {
   std::string script;
@@ -97,7 +96,9 @@ struct delete_request {
 };
 // GET /v1/jobs → job_list. The registry asks every job actor for its info and answers.
 struct list_request {
-  std::optional<std::string> status;
+  // ?status=: only jobs with that status. A word that is no status matches no job.
+  bool filtered = false;
+  std::optional<job_status> status;
   std::size_t limit;
 };
 

@@ -39,10 +39,8 @@ int parent_main(const std::vector<std::string>& args) {
   opts.job_dir = args[0];
   opts.cwd = args[2];
   const std::string mode = args.size() > 3 ? args[3] : "pty";
-  if (mode == "pty") {
-    opts.mode = proc::job_mode::pty;
-  } else if (mode == "stdio") {
-    opts.mode = proc::job_mode::stdio;
+  if (auto m = shellctl::io::store::parse_mode(mode)) {
+    opts.mode = *m;
   } else {
     std::fprintf(stderr, "shellctl: invalid job mode \"%s\"\n", mode.c_str());
     return proc::kExitSetupFailed;

@@ -11,10 +11,11 @@
 #include <vector>
 
 #include "io/sandbox/policy.hpp"
+#include "io/store/job_status.hpp"
 
 namespace shellctl::io::proc {
 
-enum class job_mode { pty, stdio };
+using io::store::job_mode;  // the one spelling table is in io/store/job_status.hpp
 
 // Exit codes of the runner (runtime.md §4.3).
 constexpr int kExitSignaled = -1;

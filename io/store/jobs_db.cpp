@@ -95,7 +95,7 @@ job_row read_row(const statement& s) {
   r.cwd = s.text(3);
   r.terminal_cols = s.int64(4);
   r.terminal_rows = s.int64(5);
-  r.status = s.text(6);
+  r.status = parse_status(s.text(6)).value_or(job_status::lost);
   r.session_name = s.text(7);
   r.pane_target = s.text(8);
   r.exit_code = s.opt_int64(9);
@@ -105,19 +105,36 @@ job_row read_row(const statement& s) {
   r.started_at = s.opt_text(13);
   r.ended_at = s.opt_text(14);
   r.updated_at = s.text(15);
-  r.mode = s.text(16);
+  r.mode = parse_mode(s.text(16)).value_or(job_mode::pty);
   return r;
 }
 
-const char* const terminal_statuses[] = {"exited", "terminated", "failed", "lost"};
+// "'created','starting','running'": the SQL spelling of a set of statuses, from the one
+// table in job_status.hpp.
+std::string sql_words(std::initializer_list<job_status> set) {
+  std::string out;
+  for (auto st : set) {
+    if (!out.empty()) out += ',';
+    out += '\'';
+    out += status_text(st);
+    out += '\'';
+  }
+  return out;
+}
+
+const std::string& live_sql() {
+  static const std::string s =
+      sql_words({job_status::created, job_status::starting, job_status::running});
+  return s;
+}
+
+const std::string& terminal_sql() {
+  static const std::string s = sql_words(
+      {job_status::exited, job_status::terminated, job_status::failed, job_status::lost});
+  return s;
+}
 
 }  // namespace
-
-bool is_terminal_status(const std::string& status) {
-  for (auto t : terminal_statuses)
-    if (status == t) return true;
-  return false;
-}
 
 jobs_db::jobs_db(const std::string& path, int busy_timeout_ms, open_mode mode) {
   int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX;
@@ -190,7 +207,7 @@ bool jobs_db::insert(const job_row& r) {
   s.bind(4, r.cwd);
   s.bind(5, r.terminal_cols);
   s.bind(6, r.terminal_rows);
-  s.bind(7, r.status);
+  s.bind(7, std::string(status_text(r.status)));
   s.bind(8, r.session_name);
   s.bind(9, r.pane_target);
   s.bind(10, r.exit_code);
@@ -200,7 +217,7 @@ bool jobs_db::insert(const job_row& r) {
   s.bind(14, r.started_at);
   s.bind(15, r.ended_at);
   s.bind(16, r.updated_at);
-  s.bind(17, r.mode);
+  s.bind(17, std::string(mode_text(r.mode)));
   int rc = s.step_rc();
   if (rc == SQLITE_DONE) return true;
   if ((rc & 0xff) == SQLITE_CONSTRAINT) return false;
@@ -248,8 +265,9 @@ std::optional<job_row> preview_apply(const job_row& row, const transition& t,
   r.updated_at = now;
   r.reason = t.reason;
   r.message = t.message;
-  if ((t.target == "starting" || t.target == "running") && !r.started_at) r.started_at = now;
-  if (is_terminal_status(t.target)) {
+  if ((t.target == job_status::starting || t.target == job_status::running) && !r.started_at)
+    r.started_at = now;
+  if (is_terminal(t.target)) {
     if (!r.ended_at) r.ended_at = t.ended_at.value_or(now);
     if (!r.exit_code) r.exit_code = 0;
   }
@@ -258,10 +276,9 @@ std::optional<job_row> preview_apply(const job_row& row, const transition& t,
 
 std::optional<job_row> preview_record_exit(const job_row& row, std::int64_t code,
                                            const std::string& ended_at) {
-  if (row.status != "created" && row.status != "starting" && row.status != "running")
-    return std::nullopt;
+  if (is_terminal(row.status)) return std::nullopt;
   job_row r = row;
-  r.status = "exited";
+  r.status = job_status::exited;
   r.exit_code = code;
   if (!r.ended_at) r.ended_at = ended_at;
   r.updated_at = ended_at;
@@ -272,8 +289,8 @@ std::optional<job_row> preview_record_exit(const job_row& row, std::int64_t code
 
 bool jobs_db::apply(const std::string& job_id, const transition& t, const std::string& now) {
   // One UPDATE ... WHERE status IN (...) is the compare-and-swap (runtime.md §8.3).
-  bool terminal = is_terminal_status(t.target);
-  bool starts = t.target == "starting" || t.target == "running";
+  bool terminal = is_terminal(t.target);
+  bool starts = t.target == job_status::starting || t.target == job_status::running;
   std::string sql = "UPDATE jobs SET status = ?1, updated_at = ?2, reason = ?3, message = ?4";
   if (starts) sql += ", started_at = COALESCE(started_at, ?2)";
   if (terminal) sql += ", ended_at = COALESCE(ended_at, ?5), exit_code = COALESCE(exit_code, 0)";
@@ -283,13 +300,14 @@ bool jobs_db::apply(const std::string& job_id, const transition& t, const std::s
   sql += ")";
   if (t.require_exit_code_null) sql += " AND exit_code IS NULL";
   statement s(db_, sql);
-  s.bind(1, t.target);
+  s.bind(1, std::string(status_text(t.target)));
   s.bind(2, now);
   s.bind(3, t.reason);
   s.bind(4, t.message);
   s.bind(5, t.ended_at.value_or(now));
   s.bind(6, job_id);
-  for (size_t i = 0; i < t.allowed.size(); ++i) s.bind(static_cast<int>(7 + i), t.allowed[i]);
+  for (size_t i = 0; i < t.allowed.size(); ++i)
+    s.bind(static_cast<int>(7 + i), std::string(status_text(t.allowed[i])));
   s.step();
   return sqlite3_changes(db_) > 0;
 }
@@ -298,11 +316,11 @@ record_result jobs_db::record_exit_server(const std::string& job_id, std::int64_
                                           const std::string& ended_at) {
   auto row = get(job_id);
   if (!row) return record_result::not_found;
-  if (is_terminal_status(row->status)) return record_result::already_terminal;
+  if (is_terminal(row->status)) return record_result::already_terminal;
   statement s(db_,
-              "UPDATE jobs SET status = 'exited', exit_code = ?1, "
+              "UPDATE jobs SET status = " + sql_words({job_status::exited}) + ", exit_code = ?1, "
               "ended_at = COALESCE(ended_at, ?2), updated_at = ?2, reason = NULL, "
-              "message = NULL WHERE job_id = ?3 AND status IN ('created','starting','running')");
+              "message = NULL WHERE job_id = ?3 AND status IN (" + live_sql() + ")");
   s.bind(1, code);
   s.bind(2, ended_at);
   s.bind(3, job_id);
@@ -316,24 +334,16 @@ record_result jobs_db::record_exit_helper(const std::string& job_id, std::int64_
                                           const std::string& ended_at) {
   auto row = get(job_id);
   if (!row) return record_result::not_found;
-  if (is_terminal_status(row->status)) return record_result::already_terminal;
+  if (is_terminal(row->status)) return record_result::already_terminal;
   // The original helper guards every column with CASE instead of the WHERE clause, so a
   // row that turned terminal in between keeps its values (first recorder wins).
-  statement s(db_,
-              "UPDATE jobs SET "
-              "exit_code = CASE WHEN status IN ('created','starting','running') THEN ?1 "
-              "ELSE exit_code END, "
-              "ended_at = CASE WHEN status IN ('created','starting','running') THEN ?2 "
-              "ELSE ended_at END, "
-              "updated_at = CASE WHEN status IN ('created','starting','running') THEN ?2 "
-              "ELSE updated_at END, "
-              "reason = CASE WHEN status IN ('created','starting','running') THEN NULL "
-              "ELSE reason END, "
-              "message = CASE WHEN status IN ('created','starting','running') THEN NULL "
-              "ELSE message END, "
-              "status = CASE WHEN status IN ('created','starting','running') THEN 'exited' "
-              "ELSE status END "
-              "WHERE job_id = ?3");
+  const std::string live = "CASE WHEN status IN (" + live_sql() + ") THEN ";
+  statement s(db_, "UPDATE jobs SET exit_code = " + live + "?1 ELSE exit_code END, " +
+                       "ended_at = " + live + "?2 ELSE ended_at END, " +
+                       "updated_at = " + live + "?2 ELSE updated_at END, " +
+                       "reason = " + live + "NULL ELSE reason END, " +
+                       "message = " + live + "NULL ELSE message END, " +
+                       "status = " + live + sql_words({job_status::exited}) + " ELSE status END WHERE job_id = ?3");
   s.bind(1, code);
   s.bind(2, ended_at);
   s.bind(3, job_id);
@@ -346,8 +356,8 @@ std::vector<std::string> jobs_db::expired_ids(const std::string& cutoff) {
   // The timestamp form sorts lexically, so the comparison can stay in SQL; the length
   // check skips rows whose ended_at is not in that form (they never expire, like Go).
   statement s(db_,
-              "SELECT job_id FROM jobs WHERE status IN ('exited','terminated','failed','lost') "
-              "AND ended_at IS NOT NULL AND length(ended_at) = 20 AND ended_at <= ?");
+              "SELECT job_id FROM jobs WHERE status IN (" + terminal_sql() +
+                  ") AND ended_at IS NOT NULL AND length(ended_at) = 20 AND ended_at <= ?");
   s.bind(1, cutoff);
   std::vector<std::string> ids;
   while (s.step()) ids.push_back(s.text(0));

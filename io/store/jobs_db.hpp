@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "io/store/job_status.hpp"
+
 namespace shellctl::io::store {
 
 struct db_error : std::runtime_error {
@@ -28,7 +30,9 @@ struct job_row {
   std::string cwd;
   std::int64_t terminal_cols = 200;
   std::int64_t terminal_rows = 50;
-  std::string status = "created";
+  // A status word the table does not know (a row written by something else) reads as
+  // lost: nothing this server knows of accounts for the job.
+  job_status status = job_status::created;
   std::string session_name;
   std::string pane_target;
   std::optional<std::int64_t> exit_code;
@@ -38,15 +42,13 @@ struct job_row {
   std::optional<std::string> started_at;
   std::optional<std::string> ended_at;
   std::string updated_at;
-  std::string mode = "pty";
+  job_mode mode = job_mode::pty;  // an unknown word reads as pty, the column's default
 };
-
-bool is_terminal_status(const std::string& status);
 
 // A generic CAS transition (runtime.md §8.3).
 struct transition {
-  std::string target;
-  std::vector<std::string> allowed;
+  job_status target;
+  std::vector<job_status> allowed;
   std::optional<std::string> reason;
   std::optional<std::string> message;
   std::optional<std::string> ended_at;  // terminal targets: used when ended_at IS NULL

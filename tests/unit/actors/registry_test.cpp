@@ -126,9 +126,9 @@ struct fixture {
     r.pane_target = "shellctl-" + id + ":0.0";
     r.created_at = created;
     r.updated_at = created;
-    r.mode = "stdio";
+    r.mode = store::job_mode::stdio;
     REQUIRE(db.insert(r));
-    REQUIRE(db.apply(id, store::transition{"running", {"created"}, {}, {}, {}, false}, created));
+    REQUIRE(db.apply(id, store::transition{store::job_status::running, {store::job_status::created}, {}, {}, {}, false}, created));
     shellctl::io::fs::make_dirs(dir + "/jobs/" + id, 0700);
     shellctl::io::fs::write_file(dir + "/jobs/" + id + "/output.log", output, 0600);
     shellctl::io::fs::write_file(dir + "/jobs/" + id + "/start-gate", "", 0600);
@@ -215,7 +215,7 @@ TEST_CASE("recovering: requests wait in the mailbox and are answered in order af
   std::optional<job_list> listed;
   std::optional<job_status_view> status;
   std::optional<job_error_view> list_err, status_err;
-  f.ask(list_request{std::nullopt, 50}, listed, list_err);
+  f.ask(list_request{false, std::nullopt, 50}, listed, list_err);
   f.ask(status_request{"bbbb"}, status, status_err);
   f.sched->run();
   CHECK_FALSE(listed);  // skipped: the registry has not recovered yet
@@ -233,10 +233,10 @@ TEST_CASE("recovering: requests wait in the mailbox and are answered in order af
   REQUIRE(listed->jobs.size() == 2);
   CHECK(listed->jobs[0].job_id == "bbbb");  // newest first
   CHECK(listed->jobs[1].job_id == "aaaa");
-  CHECK(listed->jobs[0].status == "exited");
+  CHECK(listed->jobs[0].status == store::job_status::exited);
   REQUIRE(status);
   CHECK(status->row.job_id == "bbbb");
-  CHECK(status->row.status == "exited");
+  CHECK(status->row.status == store::job_status::exited);
   CHECK(status->row.exit_code == std::optional<std::int64_t>(7));
   CHECK(status->offset == std::string("out-bbbb\n").size());
   CHECK_FALSE(shellctl::io::fs::exists(f.dir + "/jobs/orphan"));
@@ -301,7 +301,7 @@ TEST_CASE("a long-poll on a running job is answered at its deadline, by the acto
   f.sched->advance_time(std::chrono::seconds(3));
   f.sched->run();
   REQUIRE(waited);
-  CHECK(waited->row.status == "running");
+  CHECK(waited->row.status == store::job_status::running);
   CHECK(waited->window.text.empty());
   CHECK(waited->window.offset == 7);
   CHECK_FALSE(waited->window.truncated);
@@ -332,8 +332,8 @@ TEST_CASE("a stdio run: created → starting → running, answered; exit artifac
   f.sched->run();
   REQUIRE_FALSE(start_err);
   REQUIRE(started);
-  CHECK(started->row.status == "running");
-  CHECK(started->row.mode == "stdio");
+  CHECK(started->row.status == store::job_status::running);
+  CHECK(started->row.mode == store::job_mode::stdio);
   const std::string id = started->row.job_id;
   const std::string job_dir = f.dir + "/jobs/" + id;
   CHECK(shellctl::io::fs::exists(job_dir + "/start-gate"));  // the runner was let go
@@ -359,7 +359,7 @@ TEST_CASE("a stdio run: created → starting → running, answered; exit artifac
   caf::anon_send(f.seen.session_owners["shellctl-" + id], session_gone{false});
   f.sched->run();
   REQUIRE(waited);
-  CHECK(waited->row.status == "exited");
+  CHECK(waited->row.status == store::job_status::exited);
   CHECK(waited->row.exit_code == std::optional<std::int64_t>(3));
   CHECK(waited->row.ended_at == std::optional<std::string>("2026-08-04T10:00:05Z"));
   CHECK(waited->window.text == "hi\n");
@@ -375,7 +375,7 @@ TEST_CASE("a running job whose session is gone without exit artifacts becomes lo
   f.ask(status_request{"eeee"}, before, before_err);
   f.sched->run();
   REQUIRE(before);
-  CHECK(before->row.status == "running");
+  CHECK(before->row.status == store::job_status::running);
 
   std::optional<job_result> waited;
   std::optional<job_error_view> wait_err;
@@ -388,7 +388,7 @@ TEST_CASE("a running job whose session is gone without exit artifacts becomes lo
   caf::anon_send(f.seen.session_owners["shellctl-eeee"], session_gone{false});
   f.sched->run();
   REQUIRE(waited);
-  CHECK(waited->row.status == "lost");
+  CHECK(waited->row.status == store::job_status::lost);
   CHECK(waited->row.reason == std::optional<std::string>("tmux_session_missing"));
   // D3: only exited reports a number (the row may hold the original's filled-in code).
   CHECK(job_result_json(*waited).find("\"exit_code\":null") != std::string::npos);
