@@ -9,13 +9,14 @@
 #include <random>
 
 #include "io/fs/files.hpp"
+#include "io/fs/job_dir.hpp"
 #include "io/fs/home_views.hpp"
 #include "io/json/json.hpp"
 #include "io/text/clock.hpp"
 #include "io/text/output_window.hpp"
 #include "io/text/shell_quote.hpp"
-#include "io/tmux/command.hpp"
 #include "io/tmux/control_client.hpp"
+#include "io/tmux/job_commands.hpp"
 
 namespace shellctl::actors {
 namespace {
@@ -26,12 +27,13 @@ using io::store::is_before_running;
 using io::store::is_terminal;
 using io::store::job_status;
 using io::store::transition;
-using tmux_line = io::tmux::command;
+namespace files = io::fs::job_files;
 
 const std::vector<job_status> live_statuses = {job_status::created, job_status::starting,
                                                job_status::running};
 
-std::string file(self_ptr self, const char* name) { return io::fs::join(self->state.dir, name); }
+const io::fs::job_dir& dir(self_ptr self) { return self->state.files; }
+bool has(self_ptr self, const char* name) { return self->state.files.has(name); }
 bool done(self_ptr self) { return is_terminal(self->state.row.status); }
 // The row as far as the job knows it: the stored one, or what a write being retried will
 // make of it ("reads reflect what is known").
@@ -101,8 +103,7 @@ bool output_final(self_ptr self) {
   // A job whose gate never opened never ran: nothing was or will be printed.
   bool final = st.output_deadline || !st.gate_opened;
   if (!final && is_pty(self))
-    final = !st.pipe_attached || io::fs::exists(file(self, ".pipe-drained")) ||
-            io::fs::exists(file(self, ".pipe-failed"));
+    final = !st.pipe_attached || has(self, files::pipe_drained) || has(self, files::pipe_failed);
   else if (!final)
     final = !st.session_alive;
   st.output_settled = final;
@@ -275,45 +276,10 @@ void tmux(self_ptr self, std::vector<std::string> lines, std::function<void(tmux
 }
 
 void kill_session(self_ptr self) {
-  tmux(self, {tmux_line("kill-session").flag("-t").arg(self->state.row.session_name).line()}, {});
+  tmux(self, {io::tmux::kill_session_line(self->state.row.session_name)}, {});
 }
 
 // ---------------------------------------------------------------- materialization
-
-struct artifacts {
-  bool code_file = false;
-  bool ended_file = false;
-  std::optional<std::int64_t> code;
-  std::string ended_at;
-  bool unreadable = false;  // a read failed (not "missing"): no evidence either way
-};
-
-std::string trim(std::string s) {
-  auto ws = [](char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; };
-  while (!s.empty() && ws(s.back())) s.pop_back();
-  size_t i = 0;
-  while (i < s.size() && ws(s[i])) ++i;
-  return s.substr(i);
-}
-
-artifacts read_artifacts(self_ptr self) {
-  artifacts a;
-  std::string code, ended;
-  a.unreadable =
-      io::fs::read_small_file_checked(file(self, "runner-exit-code"), code) ==
-          io::fs::read_result::error ||
-      io::fs::read_small_file_checked(file(self, "runner-ended-at"), ended) ==
-          io::fs::read_result::error;
-  code = trim(code);
-  ended = trim(ended);
-  a.code_file = !code.empty();
-  a.ended_file = !ended.empty();
-  std::int64_t v = 0;
-  auto [p, ec] = std::from_chars(code.data(), code.data() + code.size(), v);
-  if (a.code_file && ec == std::errc() && p == code.data() + code.size()) a.code = v;
-  a.ended_at = ended;
-  return a;
-}
 
 // runtime.md §7, with the liveness facts coming from events instead of tmux probes.
 void settle(self_ptr self) {
@@ -339,9 +305,9 @@ void settle(self_ptr self) {
   // the rules below disagree (seen as "not drained" by 3, "finalized" by 5a: lost). The
   // markers are read first: the runner writes its artifacts before its pane closes and
   // the finalizer its marker after, so a marker seen means the artifacts are visible too.
-  const bool drained_marker = io::fs::exists(file(self, ".pipe-drained"));
-  const bool failed_marker = io::fs::exists(file(self, ".pipe-failed"));
-  auto a = read_artifacts(self);
+  const bool drained_marker = has(self, files::pipe_drained);
+  const bool failed_marker = has(self, files::pipe_failed);
+  auto a = dir(self).read_exit_record();
   if (a.unreadable) {
     // Out of descriptors, say: a failed read is no evidence that the job is gone. Decide
     // again shortly, from the artifacts, once they can be read.
@@ -351,7 +317,7 @@ void settle(self_ptr self) {
     }
     return;
   }
-  bool complete = a.code && a.ended_file;
+  bool complete = a.complete();
   bool drained = !is_pty(self) || drained_marker;
   if (complete && drained) {
     record_exit(self, *a.code, a.ended_at);
@@ -505,7 +471,7 @@ void open_gate(self_ptr self) {
   st.awaiting_pipe_ready = false;
   if (start_abandoned(self)) return;
   try {
-    io::fs::write_file(file(self, "start-gate"), "", 0600);
+    dir(self).open_gate();
   } catch (const std::exception& e) {
     fail_start(self, e.what());
     return;
@@ -513,7 +479,7 @@ void open_gate(self_ptr self) {
   st.gate_opened = true;
   apply(self, transition{job_status::running, {job_status::starting}, {}, {}, {}, true},
         [self](store_reply&) {
-    ::unlink(file(self, ".pipe-ready").c_str());
+    dir(self).forget(files::pipe_ready);
     self->state.starting = false;
     answer_run(self);
     settle(self);
@@ -522,39 +488,12 @@ void open_gate(self_ptr self) {
 
 void await_pipe_ready(self_ptr self) {
   auto& st = self->state;
-  if (io::fs::exists(file(self, ".pipe-ready"))) {
+  if (has(self, files::pipe_ready)) {
     open_gate(self);
     return;
   }
   st.awaiting_pipe_ready = true;
   self->delayed_send(self, st.cfg.pipe_ready_timeout, pipe_ready_timeout{});
-}
-
-// The sh program tmux pipe-pane runs (runtime.md §3.3): sanitize into output.log, then
-// mark the pipe drained/failed and record the exit through shellctl-runner-exit.
-std::string pipe_command(self_ptr self) {
-  auto& st = self->state;
-  using io::text::sh_quote;
-  auto q = [&](const char* name) { return sh_quote(file(self, name)); };
-  std::string s;
-  s += sh_quote(st.cfg.sanitizer) + " '--ready-file' " + q(".pipe-ready") + " >> " +
-       q("output.log") + " 2> " + q("pipe-error.log") + "; s=$?; ";
-  s += "if [ $s -eq 0 ]; then : > " + q(".pipe-drained") + "; ";
-  s += "if [ -s " + q("runner-exit-code") + " ] && [ -s " + q("runner-ended-at") + " ]; then ";
-  // `read` is a shell builtin: no cat processes on the completion path.
-  s += "read -r c < " + q("runner-exit-code") + "; read -r e < " + q("runner-ended-at") + "; ";
-  s += sh_quote(st.cfg.runner_exit) + " '--state-dir' " + sh_quote(st.cfg.state_dir) +
-       " '--job-id' " + sh_quote(st.row.job_id) + " '--sqlite-busy-timeout-ms' " +
-       sh_quote(std::to_string(st.cfg.sqlite_busy_timeout_ms)) +
-       " --exit-code \"$c\" --ended-at \"$e\" 2>> " + q("pipe-error.log") +
-       " || echo \"runner-exit failed with status $?\" >> " + q("pipe-error.log") + "; ";
-  s += "fi; else : > " + q(".pipe-failed") + "; fi; exit $s";
-  return s;
-}
-
-std::vector<std::string> pipe_lines(self_ptr self) {
-  return {tmux_line("pipe-pane").flag("-o").flag("-t").arg(pane(self)).format_arg(pipe_command(self)).line(),
-          tmux_line("display-message").flag("-p").flag("-t").arg(pane(self)).arg("#{pane_pipe}").line()};
 }
 
 // After pipe-pane + display-message: the pipe must be active, then the sanitizer's ready
@@ -566,8 +505,7 @@ void check_pipe(self_ptr self, tmux_reply& p, size_t first) {
     fail_start(self, p.error);
     return;
   }
-  if (p.output.size() < first + 2 || p.output[first + 1].empty() ||
-      p.output[first + 1][0] != "1") {
+  if (p.output.size() < first + 2 || !io::tmux::pipe_active(p.output[first + 1])) {
     fail_start(self, "tmux output pipe is not active after pipe-pane");
     return;
   }
@@ -585,9 +523,9 @@ bool retry_start(self_ptr self) {
   st.pane_pid = 0;
   // On this thread, rare as it is (only after tmux died): it must be over before the stale
   // markers go and the new start begins.
-  io::tmux::kill_processes_naming(file(self, ".pipe-ready"));
-  for (const char* stale : {".pipe-ready", ".pipe-drained", ".pipe-failed"})
-    ::unlink(file(self, stale).c_str());
+  io::tmux::kill_processes_naming(dir(self).file(files::pipe_ready));
+  for (const char* stale : {files::pipe_ready, files::pipe_drained, files::pipe_failed})
+    dir(self).forget(stale);
   start_session(self);
   return true;
 }
@@ -596,28 +534,29 @@ void start_session(self_ptr self) {
   auto& st = self->state;
   auto& r = st.row;
   ++st.start_attempts;
-  // The output "<pane_pid> <window_id>" lets tmux_server map the window's close event.
-  tmux_line cmd("new-session");
-  cmd.flag("-d").flag("-P").flag("-F").arg("#{pane_pid} #{window_id}").flag("-s").arg(r.session_name);
-  cmd.flag("-x").number(r.terminal_cols).flag("-y").number(r.terminal_rows);
-  for (auto& [k, v] : st.cfg.runner_policy_env) cmd.flag("-e").arg(k + "=" + v);
-  cmd.arg(io::text::sh_join(
-      {st.cfg.runner_link, st.dir, r.job_id, r.cwd, std::string(io::store::mode_text(r.mode))}));
+  io::tmux::job_session session{r.session_name, r.terminal_cols, r.terminal_rows,
+                                st.cfg.runner_policy_env,
+                                io::text::sh_join({st.cfg.runner_link, st.dir, r.job_id, r.cwd,
+                                                   std::string(io::store::mode_text(r.mode))})};
   // PTY: session and pipe in one round trip. The runner cannot print before the gate,
   // so nothing is lost between the two commands.
-  std::vector<std::string> lines = {cmd.line()};
+  std::vector<std::string> lines = {io::tmux::new_session_line(session)};
   if (is_pty(self)) {
-    for (auto& l : pipe_lines(self)) lines.push_back(l);
+    io::tmux::pipe_settings pipe{st.cfg.sanitizer, st.cfg.runner_exit, st.cfg.state_dir,
+                                 r.job_id, st.cfg.sqlite_busy_timeout_ms};
+    auto program = io::tmux::pipe_program(dir(self), st.output_abs, pipe);
+    for (auto& l : io::tmux::attach_pipe_lines(pane(self), program)) lines.push_back(l);
     st.pipe_attached = true;  // from here on a sanitizer may be writing the log
   }
   tmux(
       self, lines,
       [self](tmux_reply& rep) {
         auto& st = self->state;
-        bool session_created = !rep.output.empty() && !rep.output[0].empty();
+        auto pid = rep.output.empty() ? std::nullopt : io::tmux::pane_pid_of(rep.output[0]);
+        bool session_created = pid.has_value();
         if (session_created) {
           st.session_alive = true;
-          st.pane_pid = std::strtol(rep.output[0][0].c_str(), nullptr, 10);
+          st.pane_pid = *pid;
         }
         if (start_abandoned(self)) return;
         if (!rep.ok && rep.error == "server exited unexpectedly" && retry_start(self)) return;
@@ -679,15 +618,13 @@ void begin_run(self_ptr self) {
   auto& spec = st.run->spec;
   // The files first: the runner may start reading them as soon as the session exists.
   try {
-    io::fs::write_file(file(self, "script"), spec.script, 0600);
     io::json::writer env;
     env.begin_object();
     for (auto& [k, v] : spec.env) env.key(k).value(v);
     env.end_object();
     std::string env_json = env.finish();
     env_json.pop_back();  // the writer's trailing newline is for HTTP bodies
-    io::fs::write_file(file(self, ".job-env.json"), env_json, 0600);
-    io::fs::write_file(st.output_abs, "", 0600);
+    dir(self).write_inputs(spec.script, env_json, st.output_abs);
     std::string why;
     if (!spec.home_view.empty() &&
         !io::fs::link_into_home_view(spec.home_view, st.row.job_id, st.output_abs, why))
@@ -756,7 +693,7 @@ void recover(self_ptr self, bool alive) {
     return;
   }
   st.pipe_attached = is_pty(self);  // a PTY job that got this far had (or has) its pipe
-  st.gate_opened = io::fs::exists(io::fs::join(st.dir, "start-gate"));
+  st.gate_opened = has(self, files::start_gate);
   if (done(self)) {
     if (alive) kill_session(self);  // runtime.md §9.1 step 6
     settle(self);
@@ -767,8 +704,7 @@ void recover(self_ptr self, bool alive) {
         auto& st = self->state;
         st.watching = ack.ok;
         if (!st.session_alive) {
-          if (is_before_running(st.row.status) &&
-              !io::fs::exists(io::fs::join(st.dir, "start-gate"))) {
+          if (is_before_running(st.row.status) && !has(self, files::start_gate)) {
             // A crash before the gate opened: the script never ran and the client never
             // learned the id (the run answer waits for the gate). Whatever of the start
             // survives (a runner at its gate) is stopped. Not lost: nothing was running.
@@ -779,9 +715,7 @@ void recover(self_ptr self, bool alive) {
           settle(self);
           return;
         }
-        tmux(self,
-             {tmux_line("display-message").flag("-p").flag("-t").arg(pane(self))
-                  .arg("#{pane_pid} #{pane_pipe}").line()},
+        tmux(self, {io::tmux::pane_query_line(pane(self))},
              [self](tmux_reply& r) {
                auto& st = self->state;
                if (!r.ok) {
@@ -789,11 +723,11 @@ void recover(self_ptr self, bool alive) {
                  settle(self);
                  return;
                }
-               std::string line = r.output.empty() || r.output[0].empty() ? "" : r.output[0][0];
-               st.pane_pid = std::strtol(line.c_str(), nullptr, 10);
-               bool pipe_active = line.size() >= 2 && line.substr(line.size() - 2) == " 1";
-               bool interrupted_start = is_before_running(st.row.status) &&
-                                        !io::fs::exists(io::fs::join(st.dir, "start-gate"));
+               auto pane_facts =
+                   io::tmux::read_pane_query(r.output.empty() ? std::vector<std::string>{} : r.output[0]);
+               st.pane_pid = pane_facts.pid;
+               bool pipe_active = pane_facts.pipe_active;
+               bool interrupted_start = is_before_running(st.row.status) && !has(self, files::start_gate);
                if (interrupted_start) {
                  // A crash in the middle of a start, before the gate opened: the script
                  // never ran and the client never learned the job id (the run answer
@@ -805,7 +739,7 @@ void recover(self_ptr self, bool alive) {
                  return;
                }
                if (is_pty(self) && !pipe_active &&
-                   !io::fs::exists(io::fs::join(st.dir, ".pipe-drained"))) {
+                   !has(self, files::pipe_drained)) {
                  apply(self, transition{job_status::failed, live_statuses, std::string("pipe_failed"),
                                         std::string("The tmux output pipe stopped while the job "
                                                     "was still running."),
@@ -836,7 +770,7 @@ void begin_terminate(self_ptr self, double grace_s, std::function<void()> then) 
             finish_terminate(self);
             return;
           }
-          tmux(self, {tmux_line("send-keys").flag("-t").arg(pane(self)).flag("C-c").line()}, {});
+          tmux(self, {io::tmux::interrupt_line(pane(self))}, {});
           if (grace_s <= 0) {
             finish_terminate(self);
             return;
@@ -958,9 +892,7 @@ void deliver_input(self_ptr self, const input_request& in, const answer<job_resu
   const std::string buffer = "shellctl-in-" + st.row.job_id;
   const auto guard = guard_answer(self, reply, std::chrono::seconds(10));
   tmux(self,
-       {tmux_line("load-buffer").flag("-b").arg(buffer).format_arg(path).line(),
-        tmux_line("paste-buffer").flag("-t").arg(pane(self)).flag("-b").arg(buffer).line(),
-        tmux_line("delete-buffer").flag("-b").arg(buffer).line()},
+       io::tmux::paste_lines(buffer, path, pane(self)),
        [self, path, p = in.p, reply, guard](tmux_reply& r) {
          unguard(self, guard);
          ::unlink(path.c_str());
@@ -1075,6 +1007,7 @@ job_actor_type::behavior_type job_actor(job_actor_type::stateful_pointer<job_sta
   st.peers = std::move(peers);
   st.row = std::move(row);
   st.dir = io::fs::join(st.cfg.state_dir, "jobs/" + st.row.job_id);
+  st.files = io::fs::job_dir(st.dir);
   st.output_abs = io::fs::join(st.cfg.state_dir, st.row.output_path);
   st.shown_live_status = done(self) ? job_status::running : st.row.status;
   return {
@@ -1099,9 +1032,9 @@ job_actor_type::behavior_type job_actor(job_actor_type::stateful_pointer<job_sta
       },
       [self](dir_changed& m) {
         auto& st = self->state;
-        if (st.awaiting_pipe_ready && m.names.count(".pipe-ready")) open_gate(self);
-        static const char* const state_files[] = {"runner-exit-code", "runner-ended-at",
-                                                  ".pipe-drained", ".pipe-failed"};
+        if (st.awaiting_pipe_ready && m.names.count(files::pipe_ready)) open_gate(self);
+        static const char* const state_files[] = {files::exit_code, files::ended_at,
+                                                  files::pipe_drained, files::pipe_failed};
         for (auto f : state_files)
           if (m.names.count(f)) {
             settle(self);

@@ -15,6 +15,7 @@
 #include "actors/interfaces.hpp"
 #include "actors/long_poll.hpp"
 #include "actors/settings.hpp"
+#include "io/fs/job_dir.hpp"
 
 namespace shellctl::actors {
 
@@ -36,6 +37,7 @@ struct job_state {
   job_peers peers;
   job_row row;
   std::string dir;         // S/jobs/<id>
+  io::fs::job_dir files{""};  // its files (io/fs/job_dir.hpp)
   std::string output_abs;  // S/jobs/<id>/output.log
   // The run request that created this job, until answered.
   struct pending_run {

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <stdexcept>
 #include <system_error>
 #include <vector>
 
@@ -52,6 +53,23 @@ void write_file(const std::string& path, std::string_view data, unsigned mode) {
   if (::close(fd) < 0) fail("close " + path);
 }
 
+bool write_file_atomic(const std::string& path, std::string_view data, unsigned mode,
+                       std::string& err) {
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  auto failed = [&](const char* op) {
+    err = std::string(op) + " " + tmp + ": " + std::strerror(errno);
+    return false;
+  };
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+  if (fd < 0) return failed("open");
+  bool ok = ::fchmod(fd, mode) == 0 || failed("chmod");
+  ok = ok && (write_all(fd, data.data(), data.size()) || failed("write"));
+  if (::close(fd) != 0 && ok) ok = failed("close");
+  if (ok && ::rename(tmp.c_str(), path.c_str()) != 0) ok = failed("rename");
+  if (!ok) ::unlink(tmp.c_str());
+  return ok;
+}
+
 bool make_dir(const std::string& path, unsigned mode) {
   if (::mkdir(path.c_str(), mode) == 0) {
     ::chmod(path.c_str(), mode);
@@ -61,19 +79,30 @@ bool make_dir(const std::string& path, unsigned mode) {
   fail("mkdir " + path);
 }
 
-void make_dirs(const std::string& path, unsigned mode) {
-  std::string cur;
-  size_t pos = 0;
+bool make_dirs(const std::string& path, unsigned mode, std::string& err) {
+  if (is_dir(path)) return true;
+  std::size_t pos = 0;
   while (pos != std::string::npos) {
     pos = path.find('/', pos + 1);
-    cur = path.substr(0, pos);
-    if (cur.empty()) continue;
-    if (::mkdir(cur.c_str(), mode) != 0 && errno != EEXIST) fail("mkdir " + cur);
+    const std::string prefix = path.substr(0, pos);
+    if (prefix.empty()) continue;
+    if (::mkdir(prefix.c_str(), mode) != 0 && errno != EEXIST) {
+      err = "mkdir " + prefix + ": " + std::strerror(errno);
+      return false;
+    }
   }
   if (!is_dir(path)) {
+    err = "mkdir " + path + ": " + std::strerror(ENOTDIR);
     errno = ENOTDIR;
-    fail("mkdir " + path);
+    return false;
   }
+  return true;
+}
+
+void make_dirs(const std::string& path, unsigned mode) {
+  std::string err;
+  // err already names the error: a system_error would append it a second time.
+  if (!make_dirs(path, mode, err)) throw std::runtime_error(err);
 }
 
 bool exists(const std::string& path) {
@@ -86,11 +115,12 @@ bool is_dir(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-read_result read_small_file_checked(const std::string& path, std::string& out) {
+read_result read_small_file_checked(const std::string& path, std::string& out,
+                                    std::size_t limit) {
   out.clear();
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return errno == ENOENT || errno == ENOTDIR ? read_result::missing : read_result::error;
-  char buf[4096];
+  char buf[65536];
   read_result result = read_result::ok;
   for (;;) {
     ssize_t n = ::read(fd, buf, sizeof buf);
@@ -98,7 +128,7 @@ read_result read_small_file_checked(const std::string& path, std::string& out) {
     if (n < 0) result = read_result::error;
     if (n <= 0) break;
     out.append(buf, static_cast<size_t>(n));
-    if (out.size() > (1u << 20)) break;
+    if (out.size() > limit) break;
   }
   ::close(fd);
   return result;
@@ -162,6 +192,12 @@ std::string join(const std::string& a, const std::string& b) {
   if (a.empty()) return b;
   if (a.back() == '/') return a + b;
   return a + "/" + b;
+}
+
+std::string parent_of(const std::string& path) {
+  const auto slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
 }
 
 std::string canonical_or(const std::string& path) {

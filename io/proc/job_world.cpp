@@ -9,6 +9,7 @@
 #include <cstring>
 #include <vector>
 
+#include "io/fs/files.hpp"
 #include "io/sandbox/mounts.hpp"
 #include "io/sandbox/path_rules.hpp"
 
@@ -56,11 +57,6 @@ bool is_dir_fd(int fd) {
   return ::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-std::string parent_of(const std::string& path) {
-  const auto slash = path.rfind('/');
-  return slash == 0 || slash == std::string::npos ? "/" : path.substr(0, slash);
-}
-
 bool make_symlink(const std::string& target, const std::string& at, std::string& err) {
   if (::symlink(target.c_str(), at.c_str()) != 0 && errno != EEXIST) {
     err = "symlink " + at + ": " + std::strerror(errno);
@@ -72,8 +68,8 @@ bool make_symlink(const std::string& target, const std::string& at, std::string&
 // Binds `fd` at `at`, creating the mount point (a directory or an empty file) first.
 bool bind_at(int fd, const std::string& at, access a, std::string& err, bool recursive = true) {
   const bool dir = is_dir_fd(fd);
-  if (dir ? !sandbox::make_dirs(at, 0755, err)
-          : !(sandbox::make_dirs(parent_of(at), 0755, err) && sandbox::make_file(at, err)))
+  if (dir ? !fs::make_dirs(at, 0755, err)
+          : !(fs::make_dirs(fs::parent_of(at), 0755, err) && sandbox::make_file(at, err)))
     return false;
   return sandbox::bind(fd_path(fd), at, a, err, recursive);
 }
@@ -112,8 +108,8 @@ bool pin_between(const std::string& root, const std::string& outer, const std::s
                  std::string& err) {
   if (inner == outer || !sandbox::is_within(inner, outer)) return true;
   std::vector<std::string> chain;
-  for (std::string d = parent_of(inner); d != outer && sandbox::is_within(d, outer);
-       d = parent_of(d))
+  for (std::string d = fs::parent_of(inner); d != outer && sandbox::is_within(d, outer);
+       d = fs::parent_of(d))
     chain.push_back(d);
   std::reverse(chain.begin(), chain.end());
   for (const auto& d : chain)
@@ -126,14 +122,14 @@ bool pin_between(const std::string& root, const std::string& outer, const std::s
 bool mask_state_dir(const world_spec& w, const std::string& root, int job_fd, int view_fd,
                     std::string& err) {
   const std::string s = root + w.state_dir;
-  if (!sandbox::make_dirs(s, 0755, err) || !sandbox::mount_tmpfs(s, "mode=0755,size=64k", err) ||
-      !sandbox::make_dirs(s + "/jobs", 0755, err))
+  if (!fs::make_dirs(s, 0755, err) || !sandbox::mount_tmpfs(s, "mode=0755,size=64k", err) ||
+      !fs::make_dirs(s + "/jobs", 0755, err))
     return false;
   const std::string own = root + w.job_dir;
   const std::string own_name = w.job_dir.substr(w.job_dir.rfind('/') + 1);
   // The view shows this job only if the server linked it there (same HOME as the server
   // computed): otherwise it is someone else's view and stays out.
-  if (view_fd >= 0 && parent_of(w.job_dir) == w.state_dir + "/jobs" &&
+  if (view_fd >= 0 && fs::parent_of(w.job_dir) == w.state_dir + "/jobs" &&
       ::faccessat(view_fd, own_name.c_str(), F_OK, AT_SYMLINK_NOFOLLOW) == 0 &&
       !sandbox::bind(fd_path(view_fd), s + "/jobs", access::read_only, err, false))
     return false;
@@ -213,26 +209,26 @@ bool own_root_world(const world_spec& w, fd_set_guard& fds, int job_fd, int view
   for (const auto& t : trees) {
     const std::string at = root + t.path;
     if (!t.link.empty()) {
-      if (!sandbox::make_dirs(parent_of(at), 0755, err) || !make_symlink(t.link, at, err))
+      if (!fs::make_dirs(fs::parent_of(at), 0755, err) || !make_symlink(t.link, at, err))
         return false;
     } else if (!bind_at(t.fd, at, t.a, err)) {
       return false;
     }
   }
-  if (!sandbox::make_dirs(root + "/proc", 0555, err) || !sandbox::mount_proc(root + "/proc", err) ||
+  if (!fs::make_dirs(root + "/proc", 0555, err) || !sandbox::mount_proc(root + "/proc", err) ||
       !harden_proc(root + "/proc", null_fd, err))
     return false;
 
   const std::string dev = root + "/dev";
-  if (!sandbox::make_dirs(dev, 0755, err) || !sandbox::mount_tmpfs(dev, "mode=0755,size=64k", err))
+  if (!fs::make_dirs(dev, 0755, err) || !sandbox::mount_tmpfs(dev, "mode=0755,size=64k", err))
     return false;
   bool ptmx_bound = false;
   for (const auto& [p, fd] : devices) {
     if (!bind_at(fd, root + p, access::read_write, err)) return false;
     ptmx_bound = ptmx_bound || p == "/dev/ptmx";
   }
-  if (!sandbox::make_dirs(dev + "/pts", 0755, err) || !sandbox::mount_devpts(dev + "/pts", err) ||
-      !sandbox::make_dirs(dev + "/shm", 01777, err) ||
+  if (!fs::make_dirs(dev + "/pts", 0755, err) || !sandbox::mount_devpts(dev + "/pts", err) ||
+      !fs::make_dirs(dev + "/shm", 01777, err) ||
       !sandbox::mount_tmpfs(dev + "/shm", "mode=1777,size=64m", err))
     return false;
   if (!ptmx_bound && !make_symlink("pts/ptmx", dev + "/ptmx", err)) return false;
@@ -243,7 +239,7 @@ bool own_root_world(const world_spec& w, fd_set_guard& fds, int job_fd, int view
   for (const auto& [name, target] : dev_links)
     if (!make_symlink(target, dev + "/" + name, err)) return false;
 
-  if (!exists(root + "/tmp") && !sandbox::make_dirs(root + "/tmp", 0755, err)) return false;
+  if (!exists(root + "/tmp") && !fs::make_dirs(root + "/tmp", 0755, err)) return false;
 
   if (!w.state_dir.empty()) {
     for (const auto& t : trees)
@@ -256,7 +252,7 @@ bool own_root_world(const world_spec& w, fd_set_guard& fds, int job_fd, int view
   // host shows it (a failure here surfaces as the chdir failure, 111).
   if (!w.cwd_granted && !exists(root + w.cwd)) {
     std::string ignored;
-    sandbox::make_dirs(root + w.cwd, 0755, ignored);
+    fs::make_dirs(root + w.cwd, 0755, ignored);
   }
   return sandbox::set_read_only(root, false, err) && sandbox::pivot_into(root, err);
 }

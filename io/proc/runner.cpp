@@ -1,6 +1,7 @@
 #include "io/proc/runner.hpp"
 
 #include "io/fs/files.hpp"
+#include "io/fs/job_dir.hpp"
 
 #include <fcntl.h>
 #include <limits.h>
@@ -36,8 +37,8 @@ namespace shellctl::io::proc {
 
 namespace {
 
-constexpr const char* kGateName = "start-gate";
-constexpr const char* kEnvFileName = ".job-env.json";
+constexpr const char* kGateName = io::fs::job_files::start_gate;
+constexpr const char* kEnvFileName = io::fs::job_files::env;
 
 std::string errno_text(int e) { return std::strerror(e); }
 
@@ -57,70 +58,7 @@ using io::fs::write_all;
 std::string join_path(const std::string& dir, const std::string& name) {
   return io::fs::join(dir, name);
 }
-
-std::string absolute(const std::string& path) {
-  if (!path.empty() && path[0] == '/') return path;
-  char buf[PATH_MAX];
-  if (::getcwd(buf, sizeof buf) == nullptr) return path;
-  return join_path(buf, path);
-}
-
-std::string dirname_of(const std::string& path) {
-  const auto slash = path.rfind('/');
-  if (slash == std::string::npos) return ".";
-  if (slash == 0) return "/";
-  return path.substr(0, slash);
-}
-
-// Reads a whole file; ENOENT is reported through `missing`.
-bool read_file(const std::string& path, std::string& out, bool& missing, std::string& err) {
-  missing = false;
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    missing = errno == ENOENT;
-    err = errno_text(errno);
-    return false;
-  }
-  char buf[65536];
-  for (;;) {
-    const ssize_t r = ::read(fd, buf, sizeof buf);
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      err = errno_text(errno);
-      ::close(fd);
-      return false;
-    }
-    if (r == 0) break;
-    out.append(buf, static_cast<std::size_t>(r));
-  }
-  ::close(fd);
-  return true;
-}
-
-// mkdir -p with 0700 for every directory it creates (like Go's os.MkdirAll(path, 0700)).
-bool mkdir_all(const std::string& path, std::string& err) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) == 0) {
-    if (S_ISDIR(st.st_mode)) return true;
-    err = "not a directory";
-    return false;
-  }
-  std::size_t pos = 0;
-  while (pos != std::string::npos) {
-    pos = path.find('/', pos + 1);
-    const std::string prefix = path.substr(0, pos);
-    if (prefix.empty() || prefix == "/") continue;
-    if (::mkdir(prefix.c_str(), 0700) != 0 && errno != EEXIST) {
-      err = errno_text(errno);
-      return false;
-    }
-  }
-  if (::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-    err = "not a directory";
-    return false;
-  }
-  return true;
-}
+std::string absolute(const std::string& path) { return io::fs::absolute_clean(path); }
 
 bool is_executable_file(const std::string& path) {
   struct stat st {};
@@ -216,7 +154,7 @@ int prepare_home(const sandbox_settings& sb, std::string& home_out) {
     if (!sb.state_dir.empty() && home[0] == '/' && sandbox::is_within(home, sb.state_dir))
       return refuse_home(sandbox::home_verdict_text(sandbox::home_verdict::inside_state, home));
     std::string err;
-    if (!mkdir_all(home, err)) {
+    if (!io::fs::make_dirs(home, 0700, err)) {
       child_diag("create HOME " + home, err);
       return kExitSetupFailed;
     }
@@ -409,7 +347,7 @@ class child_process {
   // Starts the job and waits for its main process (and, in stdio mode, for EOF on both
   // streams). Returns the code for the artifacts.
   int run(int out_file, int err_file) {
-    const std::string script = join_path(absolute(opts_.job_dir), "script");
+    const std::string script = join_path(absolute(opts_.job_dir), io::fs::job_files::script);
     auto c_env = c_strings(env_);
 
     const bool stdio = opts_.mode == job_mode::stdio;
@@ -640,7 +578,7 @@ int run_job(const parent_options& opts) {
   };
   if (opts.mode == job_mode::stdio) {
     std::string err;
-    out_file = open_log(join_path(opts.job_dir, "output.log"), err);
+    out_file = open_log(join_path(opts.job_dir, io::fs::job_files::output), err);
     if (out_file < 0) {
       diag("open output.log", err);
       return kExitSetupFailed;
@@ -657,10 +595,10 @@ int run_job(const parent_options& opts) {
   }
 
   std::string text, err;
-  bool missing = false;
   env_pairs overlay;
   const std::string env_path = join_path(opts.job_dir, kEnvFileName);
-  if (read_file(env_path, text, missing, err)) {
+  const auto read = io::fs::read_small_file_checked(env_path, text, SIZE_MAX);
+  if (read == io::fs::read_result::ok) {
     auto parsed = parse_env_json(text, err);
     if (!parsed) {
       diag("parse " + env_path, err);
@@ -668,8 +606,8 @@ int run_job(const parent_options& opts) {
       return kExitSetupFailed;
     }
     overlay = std::move(*parsed);
-  } else if (!missing) {
-    diag("read " + env_path, err);
+  } else if (read == io::fs::read_result::error) {
+    diag("read " + env_path, errno_text(errno));
     close_logs();
     return kExitSetupFailed;
   }
@@ -744,28 +682,6 @@ bool wait_for_start_gate(const std::string& job_dir, std::string& err) {
   }
 }
 
-bool write_file_atomic(const std::string& path, const std::string& value, std::string& err) {
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    err = errno_text(errno);
-    return false;
-  }
-  const std::string content = value + "\n";
-  bool ok = ::fchmod(fd, 0644) == 0 && write_all(fd, content.data(), content.size());
-  if (!ok) err = errno_text(errno);
-  if (::close(fd) != 0 && ok) {
-    err = errno_text(errno);
-    ok = false;
-  }
-  if (ok && ::rename(tmp.c_str(), path.c_str()) != 0) {
-    err = errno_text(errno);
-    ok = false;
-  }
-  if (!ok) ::unlink(tmp.c_str());
-  return ok;
-}
-
 int run_parent(const parent_options& opts) {
   // Whatever tmux (or whoever started us) ignored or blocked, the job gets the defaults,
   // and the signals forwarded below reach our signalfd (an ignored one never would).
@@ -781,11 +697,11 @@ int run_parent(const parent_options& opts) {
   // Exit code first, then the end time: a reader that sees runner-ended-at can rely on
   // runner-exit-code being there already.
   const std::pair<const char*, std::string> artifacts[] = {
-      {"runner-exit-code", std::to_string(code)},
-      {"runner-ended-at", text::utc_now()},
+      {io::fs::job_files::exit_code, std::to_string(code)},
+      {io::fs::job_files::ended_at, text::utc_now()},
   };
   for (const auto& [name, value] : artifacts) {
-    if (!write_file_atomic(join_path(opts.job_dir, name), value, err))
+    if (!io::fs::write_file_atomic(join_path(opts.job_dir, name), value + "\n", 0644, err))
       diag(std::string("write ") + name, err);
   }
   return code;
@@ -833,7 +749,7 @@ int run_exec_role(const std::string& script, const std::string& cwd,
                   const sandbox::path_policy& policy) {
   parent_options opts;
   opts.cwd = cwd;
-  opts.job_dir = dirname_of(absolute(script));
+  opts.job_dir = io::fs::parent_of(absolute(script));
   opts.sandbox.policy = policy;
   opts.sandbox.namespaces = false;
   return plain_role(opts, script);

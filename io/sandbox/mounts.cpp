@@ -130,25 +130,6 @@ bool pivot_into(const std::string& new_root, std::string& err) {
   return true;
 }
 
-bool make_dirs(const std::string& path, unsigned mode, std::string& err) {
-  if (is_directory(path)) return true;
-  std::size_t pos = 0;
-  while (pos != std::string::npos) {
-    pos = path.find('/', pos + 1);
-    const std::string prefix = path.substr(0, pos);
-    if (prefix.empty()) continue;
-    if (::mkdir(prefix.c_str(), mode) != 0 && errno != EEXIST) {
-      err = fail_text("mkdir", prefix);
-      return false;
-    }
-  }
-  if (!is_directory(path)) {
-    err = "mkdir " + path + ": not a directory";
-    return false;
-  }
-  return true;
-}
-
 bool make_file(const std::string& path, std::string& err) {
   struct stat st {};
   if (::lstat(path.c_str(), &st) == 0) return true;

@@ -35,9 +35,6 @@ bool set_read_only(const std::string& dst, bool recursive, std::string& err);
 // root, so that nothing outside `new_root` stays reachable.
 bool pivot_into(const std::string& new_root, std::string& err);
 
-// mkdir -p with `mode`; existing directories are left as they are.
-bool make_dirs(const std::string& path, unsigned mode, std::string& err);
-
 // Creates an empty regular file to bind a file onto (no-op when something exists there).
 bool make_file(const std::string& path, std::string& err);
 

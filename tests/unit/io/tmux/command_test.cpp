@@ -16,6 +16,7 @@
 #include "io/tmux/command.hpp"
 #include "io/tmux/control_client.hpp"
 #include "tests/support/tmux_lexer_model.hpp"
+#include "tests/unit/io/tmux/real_tmux.hpp"
 
 using shellctl::io::tmux::command;
 using shellctl::io::tmux::quote;
@@ -106,62 +107,8 @@ TEST_CASE("every hostile string reads back as exactly one argument (lexer model)
   }
 }
 
-// A tmux server of our own; lines come from the control client's reader thread.
-struct real_tmux {
-  std::mutex mu;
-  std::condition_variable cv;
-  std::vector<std::string> lines;
-  std::string dir;
-  std::unique_ptr<shellctl::io::tmux::control_client> client;
-
-  real_tmux() {
-    char tmpl[] = "/tmp/shellctl-tmux-unit-XXXXXX";
-    dir = ::mkdtemp(tmpl);
-    std::vector<std::string> env = {"PATH=/usr/bin:/bin", "HOME=" + dir};
-    client = std::make_unique<shellctl::io::tmux::control_client>(
-        dir + "/tmux.sock", env,
-        [this](std::vector<std::string> l) {
-          std::lock_guard<std::mutex> lk(mu);
-          for (auto& x : l) lines.push_back(std::move(x));
-          cv.notify_all();
-        },
-        [] {});
-  }
-  ~real_tmux() {
-    client->send("kill-server");
-    client.reset();
-    std::system(("rm -rf '" + dir + "'").c_str());
-  }
-
-  // Sends one line and returns the output block of its answer: the next block whose
-  // %begin carries flags 1 (a command of ours; flags 0 are tmux's own).
-  std::vector<std::string> run(const std::string& line, bool& ok) {
-    std::unique_lock<std::mutex> lk(mu);
-    std::size_t next = lines.size();
-    lk.unlock();
-    REQUIRE(client->send(line));
-    lk.lock();
-    bool in = false;
-    std::vector<std::string> out;
-    for (;;) {
-      if (next == lines.size())
-        REQUIRE(cv.wait_for(lk, std::chrono::seconds(10), [&] { return next < lines.size(); }));
-      const std::string l = lines[next++];
-      if (!in) {
-        in = l.rfind("%begin ", 0) == 0 && l.compare(l.size() - 2, 2, " 1") == 0;
-        continue;
-      }
-      if (l.rfind("%end ", 0) == 0 || l.rfind("%error ", 0) == 0) {
-        ok = l[1] == 'e' && l[2] == 'n';
-        return out;
-      }
-      out.push_back(l);
-    }
-  }
-};
-
 TEST_CASE("every hostile string reads back as exactly one argument (real tmux)") {
-  real_tmux t;
+  shellctl::test::real_tmux t;
   bool ok = false;
   t.run("set-option -g exit-empty off", ok);
   // set-buffer takes its data as given and save-buffer writes it out byte for byte: the

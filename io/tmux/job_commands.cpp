@@ -1,0 +1,79 @@
+#include "io/tmux/job_commands.hpp"
+
+#include <cstdlib>
+
+#include "io/text/shell_quote.hpp"
+#include "io/tmux/command.hpp"
+
+namespace shellctl::io::tmux {
+
+std::string new_session_line(const job_session& s) {
+  command cmd("new-session");
+  cmd.flag("-d").flag("-P").flag("-F").arg("#{pane_pid} #{window_id}").flag("-s").arg(s.name);
+  cmd.flag("-x").number(s.cols).flag("-y").number(s.rows);
+  for (auto& [k, v] : s.env) cmd.flag("-e").arg(k + "=" + v);
+  cmd.arg(s.shell_command);
+  return cmd.line();
+}
+
+std::optional<long> pane_pid_of(const std::vector<std::string>& out) {
+  if (out.empty()) return std::nullopt;
+  return std::strtol(out[0].c_str(), nullptr, 10);
+}
+
+std::string pipe_program(const fs::job_dir& dir, const std::string& output_log,
+                         const pipe_settings& st) {
+  using text::sh_quote;
+  namespace f = fs::job_files;
+  auto q = [&](const char* name) { return sh_quote(dir.file(name)); };
+  std::string s;
+  s += sh_quote(st.sanitizer) + " '--ready-file' " + q(f::pipe_ready) + " >> " +
+       sh_quote(output_log) + " 2> " + q(f::pipe_errors) + "; s=$?; ";
+  s += "if [ $s -eq 0 ]; then : > " + q(f::pipe_drained) + "; ";
+  s += "if [ -s " + q(f::exit_code) + " ] && [ -s " + q(f::ended_at) + " ]; then ";
+  // `read` is a shell builtin: no cat processes on the completion path.
+  s += "read -r c < " + q(f::exit_code) + "; read -r e < " + q(f::ended_at) + "; ";
+  s += sh_quote(st.runner_exit) + " '--state-dir' " + sh_quote(st.state_dir) + " '--job-id' " +
+       sh_quote(st.job_id) + " '--sqlite-busy-timeout-ms' " +
+       sh_quote(std::to_string(st.sqlite_busy_timeout_ms)) +
+       " --exit-code \"$c\" --ended-at \"$e\" 2>> " + q(f::pipe_errors) +
+       " || echo \"runner-exit failed with status $?\" >> " + q(f::pipe_errors) + "; ";
+  s += "fi; else : > " + q(f::pipe_failed) + "; fi; exit $s";
+  return s;
+}
+
+std::vector<std::string> attach_pipe_lines(const std::string& pane, const std::string& program) {
+  return {command("pipe-pane").flag("-o").flag("-t").arg(pane).format_arg(program).line(),
+          command("display-message").flag("-p").flag("-t").arg(pane).arg("#{pane_pipe}").line()};
+}
+
+bool pipe_active(const std::vector<std::string>& out) { return !out.empty() && out[0] == "1"; }
+
+std::string kill_session_line(const std::string& session) {
+  return command("kill-session").flag("-t").arg(session).line();
+}
+
+std::string interrupt_line(const std::string& pane) {
+  return command("send-keys").flag("-t").arg(pane).flag("C-c").line();
+}
+
+std::vector<std::string> paste_lines(const std::string& buffer, const std::string& file,
+                                     const std::string& pane) {
+  return {command("load-buffer").flag("-b").arg(buffer).format_arg(file).line(),
+          command("paste-buffer").flag("-t").arg(pane).flag("-b").arg(buffer).line(),
+          command("delete-buffer").flag("-b").arg(buffer).line()};
+}
+
+std::string pane_query_line(const std::string& pane) {
+  return command("display-message").flag("-p").flag("-t").arg(pane).arg("#{pane_pid} #{pane_pipe}").line();
+}
+
+pane_facts read_pane_query(const std::vector<std::string>& out) {
+  pane_facts f;
+  const std::string line = out.empty() ? "" : out[0];
+  f.pid = std::strtol(line.c_str(), nullptr, 10);
+  f.pipe_active = line.size() >= 2 && line.substr(line.size() - 2) == " 1";
+  return f;
+}
+
+}  // namespace shellctl::io::tmux

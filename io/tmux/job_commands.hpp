@@ -1,0 +1,58 @@
+#pragma once
+// The tmux command lines of a job's life (runtime.md §3): its session, its output pipe,
+// ^C, pasted input, the pane query of recovery and the session's end. Built with
+// io/tmux/command.hpp, so no request data becomes tmux syntax; answers read back here.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "io/fs/job_dir.hpp"
+
+namespace shellctl::io::tmux {
+
+struct job_session {
+  std::string name;  // shellctl-<id>
+  std::int64_t cols = 200, rows = 50;
+  std::vector<std::pair<std::string, std::string>> env;  // -e: the runner's sandbox policy
+  std::string shell_command;               // what the pane runs (the runner)
+};
+
+// new-session; it prints "<pane_pid> <window_id>", which tmux_server maps to close events.
+std::string new_session_line(const job_session& s);
+// The pane's pid from new-session's first output line; nullopt when it printed none.
+std::optional<long> pane_pid_of(const std::vector<std::string>& new_session_output);
+
+// What the pipe program needs besides the job dir.
+struct pipe_settings {
+  std::string sanitizer;    // shellctl-sanitize-pty
+  std::string runner_exit;  // shellctl-runner-exit
+  std::string state_dir;
+  std::string job_id;
+  int sqlite_busy_timeout_ms = 5000;
+};
+// The sh program pipe-pane runs (runtime.md §3.3): sanitize into output.log, then mark the
+// pipe drained/failed and record the exit through shellctl-runner-exit.
+std::string pipe_program(const fs::job_dir& dir, const std::string& output_log,
+                         const pipe_settings& s);
+// pipe-pane, then display-message printing #{pane_pipe}.
+std::vector<std::string> attach_pipe_lines(const std::string& pane, const std::string& program);
+// The display-message answer of attach_pipe_lines says the pipe is active.
+bool pipe_active(const std::vector<std::string>& display_output);
+
+std::string kill_session_line(const std::string& session);
+std::string interrupt_line(const std::string& pane);  // send-keys C-c
+// load-buffer from `file`, paste-buffer into the pane, delete-buffer.
+std::vector<std::string> paste_lines(const std::string& buffer, const std::string& file,
+                                     const std::string& pane);
+
+// Recovery: "<pane_pid> <pane_pipe>" of a pane.
+std::string pane_query_line(const std::string& pane);
+struct pane_facts {
+  long pid = 0;
+  bool pipe_active = false;
+};
+pane_facts read_pane_query(const std::vector<std::string>& output);
+
+}  // namespace shellctl::io::tmux
