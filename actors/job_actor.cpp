@@ -46,6 +46,28 @@ std::string pane(self_ptr self) { return self->state.row.pane_target; }
 
 void settle(self_ptr self);
 void evaluate_waiters(self_ptr self);
+
+bool in_removal(self_ptr self) {
+  return self->state.phase == job_phase::removing || self->state.phase == job_phase::removed;
+}
+
+// Every phase change goes through here (the moves of job_phase.hpp). A removal under way
+// is not left by a start's late steps: those moves are refused (false), and the step only
+// cleans up. Any other move outside the table is a bug: logged, and made anyway, so that
+// the clients waiting are still answered.
+bool move_to(self_ptr self, job_phase to) {
+  auto& st = self->state;
+  if (in_removal(self) && to != job_phase::removed) return false;
+  if (!can_move(st.phase, to))
+    std::fprintf(stderr, "shellctl: job %s: unexpected phase change %s -> %s\n",
+                 st.row.job_id.c_str(), std::string(phase_name(st.phase)).c_str(),
+                 std::string(phase_name(to)).c_str());
+  if (to == job_phase::removing) st.phase_before_removal = st.phase;
+  st.phase = to;
+  return true;
+}
+
+bool starting(self_ptr self) { return is_starting(self->state.phase); }
 void start_session(self_ptr self);
 bool retry_start(self_ptr self);
 void remove_job(self_ptr self, std::optional<answer<job_deleted>> reply, std::uint64_t guard = 0);
@@ -226,7 +248,7 @@ void store_request(self_ptr self, Message msg, std::function<void(store_reply&)>
                                     r.error.c_str());
             then(r);
             release_watch_if_settled(self);
-            if (st.dirty && !st.removing) {
+            if (st.dirty && !in_removal(self)) {
               st.dirty = false;
               settle(self);
             }
@@ -284,7 +306,7 @@ void kill_session(self_ptr self) {
 // runtime.md §7, with the liveness facts coming from events instead of tmux probes.
 void settle(self_ptr self) {
   auto& st = self->state;
-  if (st.removing) return;
+  if (in_removal(self)) return;
   if (st.busy) {
     st.dirty = true;
     return;
@@ -325,7 +347,7 @@ void settle(self_ptr self) {
   }
   if (st.session_alive) {
     // 4a. The sanitizer failed while the job runs: its output is lost.
-    if (is_pty(self) && !st.starting && failed_marker) {
+    if (is_pty(self) && !starting(self) && failed_marker) {
       apply(self, transition{job_status::failed, live_statuses, std::string("pipe_failed"),
                              std::string("The tmux output pipe stopped while the job was "
                                          "still running."),
@@ -333,7 +355,7 @@ void settle(self_ptr self) {
       return;
     }
     // 4b. A start that was interrupted but whose session lives (recovery).
-    if (is_before_running(r.status) && !st.starting)
+    if (is_before_running(r.status) && !starting(self))
       apply(self, transition{job_status::running, {job_status::created, job_status::starting}, {},
                              {}, {}, true});
     return;
@@ -357,7 +379,7 @@ void settle(self_ptr self) {
   // 5b. The session is gone without a usable exit record. Whatever of the job still
   // runs (a stdio job's runner outlives its pane while a child holds its pipes) is
   // stopped: a lost job must not keep running where no API call can reach it.
-  if (!st.starting || !is_before_running(r.status)) {
+  if (!starting(self) || !is_before_running(r.status)) {
     // The evidence, for the operator: a lost job is a claim that nothing recorded its end.
     std::fprintf(stderr,
                  "shellctl: job %s lost: session gone; runner-exit-code %s, runner-ended-at %s, "
@@ -432,33 +454,43 @@ void answer_run(self_ptr self) {
 
 // ---------------------------------------------------------------- start (runtime.md §3)
 
+// What a start began is undone: its pane's process group and its session.
+void undo_start(self_ptr self) {
+  auto& st = self->state;
+  // The runner may be waiting at its gate, where no signal from a closing pane reaches a
+  // child: end its process group explicitly.
+  if (st.session_alive) io::tmux::kill_pane_process_group(st.pane_pid, st.dir);
+  kill_session(self);
+}
+
 void fail_start(self_ptr self, const std::string& message) {
   auto& st = self->state;
-  st.awaiting_pipe_ready = false;
-  if (st.start_failing) {
-    // Already failed (a late answer of tmux, say): only what it started is undone.
-    if (st.session_alive) io::tmux::kill_pane_process_group(st.pane_pid, st.dir);
-    kill_session(self);
+  // Already failed (a late answer of tmux, say), or the job is being removed: only what
+  // the start began is undone.
+  if (st.start_failed || !move_to(self, job_phase::failing_start)) {
+    undo_start(self);
     return;
   }
-  st.start_failing = true;
-  st.starting = true;  // until the failed row is stored, settle() must not decide
+  st.start_failed = true;
+  // Until the failed row is stored the phase stays failing_start: settle() must not decide.
   apply(self,
         transition{job_status::failed, live_statuses, std::string("start_failed"), message, {}, false},
         [self](store_reply&) {
-          auto& st = self->state;
-          st.starting = false;
-          // The runner may be waiting at its gate, where no signal from a closing pane
-          // reaches a child: end its process group explicitly.
-          if (st.session_alive) io::tmux::kill_pane_process_group(st.pane_pid, st.dir);
-          kill_session(self);
+          move_to(self, job_phase::live);
+          undo_start(self);
           answer_run(self);
         });
 }
 
-// The start's deadline passed: whichever step of the start answers next ends it.
-bool start_abandoned(self_ptr self) {
+// Asked by every step of a start when its answer arrives: the start goes on, or it ends
+// here. The job is being removed (a forced delete): what the start began is undone. The
+// start's deadline passed: the start fails.
+bool start_cut_short(self_ptr self) {
   auto& st = self->state;
+  if (in_removal(self)) {
+    undo_start(self);
+    return true;
+  }
   if (!st.start_abandoned) return false;
   fail_start(self, "the job did not start within " +
                        std::to_string(st.cfg.pipe_ready_timeout.count() / 1000) +
@@ -468,8 +500,7 @@ bool start_abandoned(self_ptr self) {
 
 void open_gate(self_ptr self) {
   auto& st = self->state;
-  st.awaiting_pipe_ready = false;
-  if (start_abandoned(self)) return;
+  if (start_cut_short(self)) return;
   try {
     dir(self).open_gate();
   } catch (const std::exception& e) {
@@ -477,10 +508,11 @@ void open_gate(self_ptr self) {
     return;
   }
   st.gate_opened = true;
+  move_to(self, job_phase::opening_gate);
   apply(self, transition{job_status::running, {job_status::starting}, {}, {}, {}, true},
         [self](store_reply&) {
     dir(self).forget(files::pipe_ready);
-    self->state.starting = false;
+    move_to(self, job_phase::live);
     answer_run(self);
     settle(self);
   });
@@ -492,14 +524,14 @@ void await_pipe_ready(self_ptr self) {
     open_gate(self);
     return;
   }
-  st.awaiting_pipe_ready = true;
+  move_to(self, job_phase::awaiting_pipe);
   self->delayed_send(self, st.cfg.pipe_ready_timeout, pipe_ready_timeout{});
 }
 
 // After pipe-pane + display-message: the pipe must be active, then the sanitizer's ready
 // file completes the handshake (runtime.md §3.3).
 void check_pipe(self_ptr self, tmux_reply& p, size_t first) {
-  if (start_abandoned(self)) return;
+  if (start_cut_short(self)) return;
   if (!p.ok) {
     if (p.error == "server exited unexpectedly" && retry_start(self)) return;
     fail_start(self, p.error);
@@ -518,7 +550,6 @@ void check_pipe(self_ptr self, tmux_reply& p, size_t first) {
 bool retry_start(self_ptr self) {
   auto& st = self->state;
   if (st.start_attempts >= 3) return false;
-  st.awaiting_pipe_ready = false;
   st.session_alive = false;
   st.pane_pid = 0;
   // On this thread, rare as it is (only after tmux died): it must be over before the stale
@@ -533,6 +564,7 @@ bool retry_start(self_ptr self) {
 void start_session(self_ptr self) {
   auto& st = self->state;
   auto& r = st.row;
+  move_to(self, job_phase::creating_session);
   ++st.start_attempts;
   io::tmux::job_session session{r.session_name, r.terminal_cols, r.terminal_rows,
                                 st.cfg.runner_policy_env,
@@ -558,7 +590,7 @@ void start_session(self_ptr self) {
           st.session_alive = true;
           st.pane_pid = *pid;
         }
-        if (start_abandoned(self)) return;
+        if (start_cut_short(self)) return;
         if (!rep.ok && rep.error == "server exited unexpectedly" && retry_start(self)) return;
         if (!rep.ok || !session_created) {
           fail_start(self, rep.ok ? "tmux new-session printed no pane" : rep.error);
@@ -598,7 +630,7 @@ void answer_everything_held(self_ptr self, std::string_view why) {
 
 void finish_removal(self_ptr self) {
   auto& st = self->state;
-  st.removed = true;
+  move_to(self, job_phase::removed);
   for (auto& w : st.waiters.take_all()) w.answer.fail(job_errc::job_not_found, "Unknown job id");
   for (auto& held : st.during_removal) held.reply.fail(job_errc::job_not_found, "Unknown job id");
   st.during_removal.clear();
@@ -608,7 +640,7 @@ void finish_removal(self_ptr self) {
 
 // The job never got a row: leave the registry and stop.
 void abandon(self_ptr self) {
-  self->state.removing = true;
+  move_to(self, job_phase::removing);
   self->request(self->state.peers.registry, caf::infinite, job_removed{self->state.row.job_id})
       .then([self](removal_ack&) { finish_removal(self); });
 }
@@ -644,7 +676,7 @@ void begin_run(self_ptr self) {
       "the job is not started: it will be recorded as failed (start_failed)");
   store_request(self, store_insert{st.row}, [self](store_reply& r) {
     auto& st = self->state;
-    if (r.ok && r.changed && start_abandoned(self)) return;
+    if (r.ok && r.changed && start_cut_short(self)) return;
     if (!r.ok || !r.changed) {
       remove_job_files(self);
       if (!r.ok)
@@ -657,7 +689,7 @@ void begin_run(self_ptr self) {
     }
     apply(self, transition{job_status::starting, {job_status::created}, {}, {}, {}, false},
           [self](store_reply& r2) {
-      if (start_abandoned(self)) return;
+      if (start_cut_short(self)) return;
       if (!r2.ok) {
         fail_start(self, r2.error);
         return;
@@ -666,7 +698,7 @@ void begin_run(self_ptr self) {
       self->request(st.peers.watcher, caf::infinite, watch_dir{st.dir, caf::actor_cast<dir_listener>(self)})
           .then([self](watch_ack& ack) {
             self->state.watching = ack.ok;
-            if (start_abandoned(self)) return;
+            if (start_cut_short(self)) return;
             if (!ack.ok) {
               fail_start(self, ack.error);
               return;
@@ -682,7 +714,7 @@ void begin_run(self_ptr self) {
 void recover(self_ptr self, bool alive) {
   auto& st = self->state;
   st.session_alive = alive;
-  st.starting = false;
+  move_to(self, job_phase::live);
   // The session's end comes from tmux_server (at once, if it ended since the listing).
   if (alive)
     self->send(st.peers.tmux,
@@ -808,14 +840,14 @@ void remove_row(self_ptr self, delete_answer reply, std::uint64_t guard,
 
 void remove_job(self_ptr self, delete_answer reply, std::uint64_t guard) {
   auto& st = self->state;
-  if (st.removing) {
+  if (in_removal(self)) {
     // A delete racing another removal: answered when that one is complete (404 then).
     if (reply)
       st.during_removal.push_back(
           job_state::held_request{[self, r = *reply] { remove_job(self, r); }, *reply});
     return;
   }
-  st.removing = true;
+  move_to(self, job_phase::removing);
   kill_session(self);
   remove_row(self, std::move(reply), guard, std::chrono::milliseconds(0));
 }
@@ -845,7 +877,8 @@ void remove_row(self_ptr self, delete_answer reply, std::uint64_t guard,
         st.store_failing = false;
         unguard(self, guard);
         if (!r.ok) {
-          st.removing = false;
+          // The one move back: the job is where it was before the removal began.
+          st.phase = st.phase_before_removal;
           if (reply) reply->fail(job_errc::internal_error, r.error);
           // The job still exists: the requests that waited are served normally.
           auto held = std::move(st.during_removal);
@@ -973,11 +1006,11 @@ void serve_request(self_ptr self, const delete_request& req, const answer<job_de
 template <class Request, class Reply>
 void serve_or_hold(self_ptr self, const Request& req, const answer<Reply>& reply) {
   auto& st = self->state;
-  if (st.removed) {
+  if (st.phase == job_phase::removed) {
     reply.fail(job_errc::job_not_found, "Unknown job id");
     return;
   }
-  if (st.removing) {
+  if (st.phase == job_phase::removing) {
     st.during_removal.push_back(
         job_state::held_request{[self, req, reply] { serve_or_hold(self, req, reply); }, reply});
     return;
@@ -1016,7 +1049,7 @@ job_actor_type::behavior_type job_actor(job_actor_type::stateful_pointer<job_sta
         auto& st = self->state;
         auto reply = answer_later<job_result>(self);
         st.run = job_state::pending_run{std::move(req.spec), reply};
-        st.starting = true;
+        move_to(self, job_phase::admitting);
         begin_run(self);
         return reply.promise();
       },
@@ -1032,7 +1065,8 @@ job_actor_type::behavior_type job_actor(job_actor_type::stateful_pointer<job_sta
       },
       [self](dir_changed& m) {
         auto& st = self->state;
-        if (st.awaiting_pipe_ready && m.names.count(files::pipe_ready)) open_gate(self);
+        if (st.phase == job_phase::awaiting_pipe && m.names.count(files::pipe_ready))
+          open_gate(self);
         static const char* const state_files[] = {files::exit_code, files::ended_at,
                                                   files::pipe_drained, files::pipe_failed};
         for (auto f : state_files)
@@ -1046,10 +1080,11 @@ job_actor_type::behavior_type job_actor(job_actor_type::stateful_pointer<job_sta
       [self](session_gone& m) {
         auto& st = self->state;
         st.session_alive = false;
-        if (st.awaiting_pipe_ready) {
-          if (m.server_died && retry_start(self)) return;
+        if (st.phase == job_phase::awaiting_pipe) {
+          // A start the tmux server's death cut short begins again, unless it is being
+          // terminated (a forced delete): then its end is what was asked for.
+          if (m.server_died && !st.terminating && retry_start(self)) return;
           fail_start(self, "tmux pane disappeared before the output pipe was ready");
-          return;
         }
         if (st.terminating) finish_terminate(self);
         settle(self);
@@ -1062,7 +1097,7 @@ job_actor_type::behavior_type job_actor(job_actor_type::stateful_pointer<job_sta
         evaluate_waiters(self);
       },
       [self](pipe_ready_timeout&) {
-        if (self->state.awaiting_pipe_ready)
+        if (self->state.phase == job_phase::awaiting_pipe)
           fail_start(self, "timed out waiting for pipe ready (10s)");
       },
       [self](terminate_deadline& m) {
@@ -1088,10 +1123,10 @@ job_actor_type::behavior_type job_actor(job_actor_type::stateful_pointer<job_sta
       [self](answer_deadline& m) { answer_guard_expired(self, m.guard_id); },
       [self](start_deadline&) {
         auto& st = self->state;
-        if (!st.run || !st.starting || st.start_failing) return;  // started, or failed
+        if (!st.run || !starting(self) || st.start_failed) return;  // started, or failed
         st.start_abandoned = true;
-        // Not while a store write is under way: its completion meets start_abandoned.
-        if (!st.busy) start_abandoned(self);
+        // Not while a store write is under way: its completion meets start_cut_short.
+        if (!st.busy) start_cut_short(self);
       },
       [self](output_final_deadline&) {
         // The finalizer never marked the pipe's end (killed with a tmux server, say): the

@@ -1,7 +1,8 @@
 #pragma once
 // job_actor: one per job. Owns the job's status state machine
 // (created → starting → running → exited|terminated|failed|lost) and answers every
-// request about the job. It learns of progress from events, never by polling (D12):
+// request about the job. What it is doing about the status is its phase (job_phase.hpp:
+// the table of phases, what enters each and what each acts on). It learns of progress from events, never by polling (D12):
 // fs_watcher reports files in the job dir (output growth, exit artifacts, pipe markers),
 // tmux_server reports the session's end. Long-polls wait as `waiter`s and are answered
 // on completion, idle flush, a full window or their deadline, whichever comes first.
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "actors/interfaces.hpp"
+#include "actors/job_phase.hpp"
 #include "actors/long_poll.hpp"
 #include "actors/settings.hpp"
 #include "io/fs/job_dir.hpp"
@@ -46,14 +48,12 @@ struct job_state {
   };
   std::optional<pending_run> run;
 
-  bool starting = false;       // the "starting set" of runtime.md §7
+  job_phase phase = job_phase::spawned;  // what the actor is doing (actors/job_phase.hpp)
+  job_phase phase_before_removal = job_phase::spawned;  // where a failed row removal returns
   bool session_alive = false;  // as far as tmux_server has told us
   long pane_pid = 0;
-  bool awaiting_pipe_ready = false;
   bool busy = false;   // a store transition is in flight
   bool dirty = false;  // something happened meanwhile: settle again afterwards
-  bool removing = false;
-  bool removed = false;  // row and files are gone; only answering 404 until `retire`
   bool watching = false;
   bool finalizer_timer_armed = false;
   bool finalizer_expired = false;
@@ -81,7 +81,7 @@ struct job_state {
   // The start's bound: a start that did not open the gate in time is failed (and its run
   // answered), so that no client waits on a stuck tmux or store.
   bool start_abandoned = false;
-  bool start_failing = false;  // fail_start ran: later failures only clean up
+  bool start_failed = false;  // fail_start ran: later failures only clean up
   // Answers that wait on tmux or the store: each gets a 503 at its deadline unless the
   // step it waits on completed first (answer_deadline).
   struct guarded_answer {
