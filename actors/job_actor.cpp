@@ -8,6 +8,7 @@
 #include <cstring>
 #include <random>
 
+#include "actors/settle_rules.hpp"
 #include "io/fs/files.hpp"
 #include "io/fs/job_dir.hpp"
 #include "io/fs/home_views.hpp"
@@ -303,7 +304,8 @@ void kill_session(self_ptr self) {
 
 // ---------------------------------------------------------------- materialization
 
-// runtime.md §7, with the liveness facts coming from events instead of tmux probes.
+// runtime.md §7: the rules are actors/settle_rules.hpp; here the facts are gathered and the
+// decision carried out.
 void settle(self_ptr self) {
   auto& st = self->state;
   if (in_removal(self)) return;
@@ -312,88 +314,73 @@ void settle(self_ptr self) {
     return;
   }
   auto& r = st.row;
-  // 1. Terminal rows stay; only a missing ended_at is filled in.
-  if (is_terminal(r.status)) {
-    if (!r.ended_at) apply(self, transition{r.status, {r.status}, {}, {}, {}, false});
-    return;
+  job_facts facts{r.status,      r.exit_code.has_value(), r.ended_at.has_value(),
+                  is_pty(self),  starting(self),          st.session_alive,
+                  st.finalizer_expired};
+  std::optional<disk_facts> disk;
+  if (needs_disk(facts)) {
+    disk.emplace();
+    disk->drained_marker = has(self, files::pipe_drained);
+    disk->failed_marker = has(self, files::pipe_failed);
+    disk->record = dir(self).read_exit_record();
   }
-  // 2. An exit code is already recorded.
-  if (r.exit_code) {
-    apply(self, transition{job_status::exited, live_statuses, {}, {}, {}, false});
-    return;
-  }
-  // 3. Complete exit artifacts (PTY: and the output pipe drained). Every file is looked
-  // at once per decision: a marker that appears between two looks would otherwise make
-  // the rules below disagree (seen as "not drained" by 3, "finalized" by 5a: lost). The
-  // markers are read first: the runner writes its artifacts before its pane closes and
-  // the finalizer its marker after, so a marker seen means the artifacts are visible too.
-  const bool drained_marker = has(self, files::pipe_drained);
-  const bool failed_marker = has(self, files::pipe_failed);
-  auto a = dir(self).read_exit_record();
-  if (a.unreadable) {
-    // Out of descriptors, say: a failed read is no evidence that the job is gone. Decide
-    // again shortly, from the artifacts, once they can be read.
-    if (!st.settle_retry_armed) {
-      st.settle_retry_armed = true;
-      self->delayed_send(self, std::chrono::milliseconds(200), settle_retry{});
-    }
-    return;
-  }
-  bool complete = a.complete();
-  bool drained = !is_pty(self) || drained_marker;
-  if (complete && drained) {
-    record_exit(self, *a.code, a.ended_at);
-    return;
-  }
-  if (st.session_alive) {
-    // 4a. The sanitizer failed while the job runs: its output is lost.
-    if (is_pty(self) && !starting(self) && failed_marker) {
+  switch (decide_settle(facts, disk)) {
+    case settle_action::nothing:
+      return;
+    case settle_action::fill_ended_at:
+      apply(self, transition{r.status, {r.status}, {}, {}, {}, false});
+      return;
+    case settle_action::exited_from_code:
+      apply(self, transition{job_status::exited, live_statuses, {}, {}, {}, false});
+      return;
+    case settle_action::record_exit:
+      record_exit(self, *disk->record.code, disk->record.ended_at);
+      return;
+    case settle_action::read_again:
+      // Decide again shortly, from the artifacts, once they can be read.
+      if (!st.settle_retry_armed) {
+        st.settle_retry_armed = true;
+        self->delayed_send(self, std::chrono::milliseconds(200), settle_retry{});
+      }
+      return;
+    case settle_action::pipe_failed:
       apply(self, transition{job_status::failed, live_statuses, std::string("pipe_failed"),
                              std::string("The tmux output pipe stopped while the job was "
                                          "still running."),
                              {}, false});
       return;
-    }
-    // 4b. A start that was interrupted but whose session lives (recovery).
-    if (is_before_running(r.status) && !starting(self))
+    case settle_action::running:
       apply(self, transition{job_status::running, {job_status::created, job_status::starting}, {},
                              {}, {}, true});
-    return;
-  }
-  // 5a. The runner exited and the pipe finalizer is still draining output.
-  const bool markers = drained_marker || failed_marker;
-  if (is_pty(self) && a.code_file && a.ended_file && !markers) {
-    if (!st.finalizer_expired) {
+      return;
+    case settle_action::await_finalizer:
       if (!st.finalizer_timer_armed) {
         st.finalizer_timer_armed = true;
         self->delayed_send(self, st.cfg.finalizer_grace, finalizer_timeout{});
       }
       return;
-    }
-    // Decision D8: the finalizer vanished without a marker; the exit still happened.
-    if (complete) {
-      record_exit(self, *a.code, a.ended_at);
+    case settle_action::lost: {
+      // The evidence, for the operator: a lost job is a claim that nothing recorded its end.
+      const auto& a = disk->record;
+      std::fprintf(stderr,
+                   "shellctl: job %s lost: session gone; runner-exit-code %s, runner-ended-at "
+                   "%s, %s\n",
+                   r.job_id.c_str(), a.code_file ? "present" : "missing",
+                   a.ended_file ? "present" : "missing",
+                   disk->drained_marker || disk->failed_marker ? "pipe finalized"
+                                                               : "pipe not finalized");
+      // Whatever of the job still runs (a stdio job's runner outlives its pane while a
+      // child holds its pipes) is stopped: a lost job must not keep running where no API
+      // call can reach it.
+      if (st.pane_pid > 0)
+        io::tmux::kill_pane_process_group(st.pane_pid, st.dir);
+      else
+        self->send(st.peers.cleanup, kill_groups_naming{st.dir});
+      apply(self, transition{job_status::lost, live_statuses, std::string("tmux_session_missing"),
+                             std::string("The dedicated tmux session is no longer present."),
+                             {}, false});
       return;
     }
-  }
-  // 5b. The session is gone without a usable exit record. Whatever of the job still
-  // runs (a stdio job's runner outlives its pane while a child holds its pipes) is
-  // stopped: a lost job must not keep running where no API call can reach it.
-  if (!starting(self) || !is_before_running(r.status)) {
-    // The evidence, for the operator: a lost job is a claim that nothing recorded its end.
-    std::fprintf(stderr,
-                 "shellctl: job %s lost: session gone; runner-exit-code %s, runner-ended-at %s, "
-                 "%s\n",
-                 r.job_id.c_str(), a.code_file ? "present" : "missing",
-                 a.ended_file ? "present" : "missing",
-                 markers ? "pipe finalized" : "pipe not finalized");
-    if (st.pane_pid > 0)
-      io::tmux::kill_pane_process_group(st.pane_pid, st.dir);
-    else
-      self->send(st.peers.cleanup, kill_groups_naming{st.dir});
-    apply(self, transition{job_status::lost, live_statuses, std::string("tmux_session_missing"),
-                           std::string("The dedicated tmux session is no longer present."), {},
-                           false});
   }
 }
 
