@@ -1,0 +1,396 @@
+#include "io/archive/home_reader.hpp"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "io/archive/utf8_names.hpp"
+#include "io/fs/files.hpp"
+
+namespace shellctl::io::archive {
+namespace {
+
+using outcome = restore_result::outcome;
+
+struct stop_error {
+  outcome kind;
+  std::string message;
+};
+
+[[noreturn]] void malformed(const std::string& detail) {
+  throw stop_error{outcome::malformed, "archive malformed: " + detail};
+}
+
+// snapshot.md §5.4: errors of the machine (space, quota, I/O, memory, descriptors,
+// permissions) are restore_failed; every other OS error is the archive's doing.
+bool environmental(int e) {
+  switch (e) {
+    case ENOSPC: case EDQUOT: case EROFS: case EIO: case ENOMEM: case EMFILE: case ENFILE:
+    case EACCES: case EPERM:
+      return true;
+    default:
+      return false;
+  }
+}
+
+[[noreturn]] void os_error(const std::string& op, const std::string& name, int e) {
+  std::string text = op + " " + name + ": " + std::strerror(e);
+  if (environmental(e)) throw stop_error{outcome::failed, text};
+  malformed(text);
+}
+
+// ---------------------------------------------------------------- names
+
+// The entry name cleaned lexically (snapshot.md §5.3); "" for the root itself.
+std::string clean_name(const std::string& name) {
+  if (name.empty()) malformed("empty entry name");
+  if (name[0] == '/') malformed("absolute entry name \"" + name + "\"");
+  std::vector<std::string_view> parts;
+  std::string_view rest = name;
+  while (!rest.empty()) {
+    auto slash = rest.find('/');
+    auto part = rest.substr(0, slash);
+    rest = slash == std::string_view::npos ? std::string_view() : rest.substr(slash + 1);
+    if (part.empty() || part == ".") continue;
+    if (part == "..") {
+      if (parts.empty()) malformed("entry escapes root: \"" + name + "\"");
+      parts.pop_back();
+      continue;
+    }
+    parts.push_back(part);
+  }
+  std::string out;
+  for (auto p : parts) {
+    if (!out.empty()) out += '/';
+    out += p;
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------- the confined root
+
+class root_dir {
+ public:
+  explicit root_dir(const std::string& home) {
+    fd_ = ::open(home.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (fd_ < 0) throw stop_error{outcome::failed, "open " + home + ": " + std::strerror(errno)};
+  }
+  ~root_dir() { ::close(fd_); }
+  root_dir(const root_dir&) = delete;
+  root_dir& operator=(const root_dir&) = delete;
+
+  // openat2 beneath the root: symlinks are followed while they stay inside; one that leads
+  // out (or is absolute) fails with EXDEV.
+  int open(const std::string& rel, int flags, mode_t mode = 0) const {
+    struct open_how how {};
+    how.flags = static_cast<std::uint64_t>(flags | O_CLOEXEC);
+    how.mode = (flags & O_CREAT) ? mode : 0;
+    how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
+    for (;;) {
+      long fd = ::syscall(SYS_openat2, fd_, rel.empty() ? "." : rel.c_str(), &how, sizeof how);
+      if (fd >= 0) return static_cast<int>(fd);
+      if (errno != EAGAIN && errno != EINTR) return -1;
+    }
+  }
+
+  // The directory `rel` (created with its parents, 0700, where missing), as an O_PATH fd.
+  int dir(const std::string& rel, const std::string& entry) const {
+    if (rel.empty()) return ::fcntl(fd_, F_DUPFD_CLOEXEC, 0);
+    int fd = open(rel, O_PATH | O_DIRECTORY);
+    if (fd >= 0) return fd;
+    if (errno != ENOENT) refuse("open directory", entry, errno);
+    const auto slash = rel.rfind('/');
+    const std::string parent = slash == std::string::npos ? "" : rel.substr(0, slash);
+    const std::string last = slash == std::string::npos ? rel : rel.substr(slash + 1);
+    int pfd = dir(parent, entry);
+    if (::mkdirat(pfd, last.c_str(), 0700) != 0 && errno != EEXIST) {
+      int e = errno;
+      ::close(pfd);
+      refuse("mkdir", entry, e);
+    }
+    ::close(pfd);
+    fd = open(rel, O_PATH | O_DIRECTORY);
+    if (fd < 0) refuse("open directory", entry, errno);
+    return fd;
+  }
+
+  [[noreturn]] static void refuse(const std::string& op, const std::string& entry, int e) {
+    if (e == EXDEV) malformed("\"" + entry + "\" leads out of Home through a symlink");
+    os_error(op, entry, e);
+  }
+
+ private:
+  int fd_;
+};
+
+struct fd_guard {
+  int fd;
+  ~fd_guard() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+std::pair<std::string, std::string> split_last(const std::string& rel) {
+  const auto slash = rel.rfind('/');
+  if (slash == std::string::npos) return {"", rel};
+  return {rel.substr(0, slash), rel.substr(slash + 1)};
+}
+
+// ---------------------------------------------------------------- the zstd side
+
+class zstd_in {
+ public:
+  explicit zstd_in(byte_source& src)
+      : src_(src), dctx_(ZSTD_createDCtx()), in_(ZSTD_DStreamInSize()), out_(ZSTD_DStreamOutSize()) {
+    if (!dctx_) throw stop_error{outcome::failed, "out of memory"};
+    // Frames asking for more than 64 MiB of window are refused (foreign --long archives).
+    ZSTD_DCtx_setParameter(dctx_, ZSTD_d_windowLogMax, 26);
+  }
+  ~zstd_in() { ZSTD_freeDCtx(dctx_); }
+  zstd_in(const zstd_in&) = delete;
+  zstd_in& operator=(const zstd_in&) = delete;
+
+  // The next decompressed bytes for libarchive: their count (0 at a clean end), or -1 with
+  // `error` set.
+  la_ssize_t next(const void** block) {
+    for (;;) {
+      if (in_pos_ == in_len_ && !eof_) {
+        auto n = src_.read(in_.data(), in_.size());
+        if (n < 0) {
+          error = stop_error{outcome::failed, src_.failure()};
+          return -1;
+        }
+        if (n == 0) {
+          eof_ = true;
+        } else {
+          in_len_ = static_cast<std::size_t>(n);
+          in_pos_ = 0;
+        }
+      }
+      if (in_pos_ == in_len_ && eof_) {
+        if (mid_frame_) {
+          error = stop_error{outcome::malformed, "archive malformed: zstd: unexpected EOF"};
+          return -1;
+        }
+        return 0;
+      }
+      ZSTD_inBuffer in{in_.data(), in_len_, in_pos_};
+      ZSTD_outBuffer out{out_.data(), out_.size(), 0};
+      const std::size_t r = ZSTD_decompressStream(dctx_, &out, &in);
+      in_pos_ = in.pos;
+      if (ZSTD_isError(r)) {
+        error = stop_error{outcome::malformed,
+                           std::string("archive malformed: zstd: ") + ZSTD_getErrorName(r)};
+        return -1;
+      }
+      mid_frame_ = r != 0;
+      if (out.pos > 0) {
+        *block = out_.data();
+        return static_cast<la_ssize_t>(out.pos);
+      }
+    }
+  }
+
+  std::optional<stop_error> error;
+
+ private:
+  byte_source& src_;
+  ZSTD_DCtx* dctx_;
+  std::vector<char> in_, out_;
+  std::size_t in_len_ = 0, in_pos_ = 0;
+  bool eof_ = false;
+  bool mid_frame_ = false;
+};
+
+la_ssize_t on_read(struct archive*, void* client, const void** block) {
+  return static_cast<zstd_in*>(client)->next(block);
+}
+
+struct reader_deleter {
+  void operator()(struct archive* a) const { archive_read_free(a); }
+};
+
+// The tar typeflag of an entry libarchive decoded, for the "unsupported" message.
+int typeflag_of(mode_t type) {
+  switch (type) {
+    case AE_IFCHR: return '3';
+    case AE_IFBLK: return '4';
+    case AE_IFIFO: return '6';
+    default: return '?';
+  }
+}
+
+class extractor {
+ public:
+  extractor(const std::string& home, struct archive* a, const std::function<bool()>& stop)
+      : root_(home), a_(a), stop_(stop), buf_(256 * 1024) {}
+
+  void entry(archive_entry* e) {
+    if (stop_()) throw stop_error{outcome::failed, "restore stopped: deadline reached or client gone"};
+    const char* raw = archive_entry_pathname(e);
+    const std::string name = raw ? raw : "";
+    if (archive_entry_sparse_count(e) > 0) malformed("sparse entry \"" + name + "\"");
+    const std::string rel = clean_name(name);
+    const mode_t mode = archive_entry_perm(e) & 0777;  // setuid, setgid, sticky: stripped
+    if (const char* target = archive_entry_hardlink(e)) {
+      if (rel.empty()) return;
+      hardlink(rel, target, name);
+      ++entries;
+      return;
+    }
+    const mode_t type = archive_entry_filetype(e);
+    if (rel.empty() && (type == AE_IFDIR || type == AE_IFREG)) return;  // the root itself
+    switch (type) {
+      case AE_IFDIR: {
+        fd_guard d{root_.dir(rel, name)};
+        dir_modes_.emplace_back(rel, mode);
+        break;
+      }
+      case AE_IFREG:
+        file(rel, mode, name);
+        break;
+      case AE_IFLNK: {
+        if (rel.empty()) malformed("symlink at the root \"" + name + "\"");
+        const char* target = archive_entry_symlink(e);
+        symlink(rel, target ? target : "", name);
+        break;
+      }
+      default:
+        malformed("unsupported entry type " + std::to_string(typeflag_of(type)) + " for \"" +
+                  name + "\"");
+    }
+    ++entries;
+  }
+
+  // Directory modes last, children before parents, so a read-only directory could still be
+  // filled while its entries came.
+  void finish() {
+    for (auto it = dir_modes_.rbegin(); it != dir_modes_.rend(); ++it) {
+      int fd = root_.open(it->first, O_PATH | O_DIRECTORY);
+      if (fd < 0) root_dir::refuse("open directory", it->first, errno);
+      fd_guard g{fd};
+      const std::string via = "/proc/self/fd/" + std::to_string(fd);
+      if (::chmod(via.c_str(), it->second) != 0) os_error("chmod", it->first, errno);
+    }
+  }
+
+  std::int64_t entries = 0;
+  std::int64_t bytes_written = 0;
+
+ private:
+  void file(const std::string& rel, mode_t mode, const std::string& name) {
+    auto [parent, last] = split_last(rel);
+    fd_guard p{root_.dir(parent, name)};
+    int fd = root_.open(rel, O_WRONLY | O_CREAT | O_TRUNC | O_NOCTTY, mode);
+    if (fd < 0) root_dir::refuse("open", name, errno);
+    fd_guard f{fd};
+    for (;;) {
+      la_ssize_t n = archive_read_data(a_, buf_.data(), buf_.size());
+      if (n == 0) break;
+      if (n < 0) archive_failure();
+      if (!fs::write_all(fd, buf_.data(), static_cast<std::size_t>(n))) os_error("write", name, errno);
+      bytes_written += n;
+    }
+    if (::fchmod(fd, mode) != 0) os_error("chmod", name, errno);  // the umask cannot interfere
+  }
+
+  void symlink(const std::string& rel, const std::string& target, const std::string& name) {
+    auto [parent, last] = split_last(rel);
+    fd_guard p{root_.dir(parent, name)};
+    // Whatever is at the name goes: a file, a symlink or an empty directory.
+    if (::unlinkat(p.fd, last.c_str(), 0) != 0) {
+      if (errno == EISDIR) {
+        if (::unlinkat(p.fd, last.c_str(), AT_REMOVEDIR) != 0) os_error("remove", name, errno);
+      } else if (errno != ENOENT) {
+        os_error("remove", name, errno);
+      }
+    }
+    // The target is link text: not validated, not followed here.
+    if (::symlinkat(target.c_str(), p.fd, last.c_str()) != 0) os_error("symlink", name, errno);
+  }
+
+  void hardlink(const std::string& rel, const std::string& raw_target, const std::string& name) {
+    const std::string target = clean_name(raw_target);
+    if (target.empty()) malformed("hard link \"" + name + "\" to the root");
+    auto [tparent, tlast] = split_last(target);
+    int tfd = root_.open(tparent, O_PATH | O_DIRECTORY);
+    if (tfd < 0) root_dir::refuse("link", name, errno);
+    fd_guard t{tfd};
+    auto [parent, last] = split_last(rel);
+    fd_guard p{root_.dir(parent, name)};
+    if (::linkat(t.fd, tlast.c_str(), p.fd, last.c_str(), 0) != 0) os_error("link", name, errno);
+  }
+
+  [[noreturn]] void archive_failure();
+
+  root_dir root_;
+  struct archive* a_;
+  const std::function<bool()>& stop_;
+  std::vector<char> buf_;
+  std::vector<std::pair<std::string, mode_t>> dir_modes_;
+
+ public:
+  zstd_in* source = nullptr;
+};
+
+void extractor::archive_failure() {
+  if (source && source->error) throw *source->error;
+  const char* e = archive_error_string(a_);
+  malformed(std::string("tar: ") + (e ? e : "unreadable archive"));
+}
+
+}  // namespace
+
+restore_result restore_home(const std::string& home, byte_source& body,
+                            const std::function<bool()>& stop) {
+  restore_result result;
+  utf8_names names_as_utf8;
+  try {
+    zstd_in z(body);
+    std::unique_ptr<struct archive, reader_deleter> a(archive_read_new());
+    if (!a) throw stop_error{outcome::failed, "out of memory"};
+    archive_read_support_format_tar(a.get());  // tar only: no other formats, no filters
+    extractor x(home, a.get(), stop);
+    x.source = &z;
+    if (archive_read_open(a.get(), &z, nullptr, on_read, nullptr) != ARCHIVE_OK) {
+      if (z.error) throw *z.error;
+      // Nothing at all (an empty body) is an empty archive.
+      const char* e = archive_error_string(a.get());
+      malformed(std::string("tar: ") + (e ? e : "unreadable archive"));
+    }
+    for (;;) {
+      archive_entry* e = nullptr;
+      int r = archive_read_next_header(a.get(), &e);
+      if (r == ARCHIVE_EOF) break;
+      if (r < ARCHIVE_WARN) {
+        if (z.error) throw *z.error;
+        const char* text = archive_error_string(a.get());
+        malformed(std::string("tar: ") + (text ? text : "unreadable header"));
+      }
+      x.entry(e);
+    }
+    x.finish();
+    result.result = outcome::ok;
+    result.entries = x.entries;
+    result.bytes_written = x.bytes_written;
+  } catch (const stop_error& s) {
+    result.result = s.kind;
+    result.message = s.message;
+  }
+  return result;
+}
+
+}  // namespace shellctl::io::archive

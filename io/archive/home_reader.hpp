@@ -1,0 +1,39 @@
+#pragma once
+// The restore half of the home snapshot (snapshot.md §5): a tar+zstd stream read as it
+// arrives (libzstd with a 64 MiB window cap, libarchive's tar reader and nothing else) and
+// extracted into Home with every file-system operation confined to it: each path is resolved
+// by the kernel beneath Home's descriptor (openat2 RESOLVE_BENEATH), so absolute names,
+// `..` and symlinks that lead out are refused however they are combined. Not transactional:
+// a failure part-way leaves what was extracted so far.
+//
+// Blocking (it writes files): run it off the scheduler and the loop thread.
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+namespace shellctl::io::archive {
+
+// Where the compressed bytes come from (the request body, as it arrives).
+class byte_source {
+ public:
+  virtual ~byte_source() = default;
+  // Up to `cap` bytes into `buf`: the count, 0 at the end, or -1 when the body cannot be
+  // read (client gone, deadline): `failure()` says why.
+  virtual std::ptrdiff_t read(char* buf, std::size_t cap) = 0;
+  virtual std::string failure() const = 0;
+};
+
+struct restore_result {
+  enum class outcome { ok, malformed, failed };
+  outcome result = outcome::failed;
+  std::string message;  // malformed: "archive malformed: ..."; failed: the error
+  std::int64_t entries = 0;
+  std::int64_t bytes_written = 0;
+};
+
+// `stop` is asked before every entry (deadline, client gone): true ends it as failed.
+restore_result restore_home(const std::string& home, byte_source& body,
+                            const std::function<bool()>& stop);
+
+}  // namespace shellctl::io::archive

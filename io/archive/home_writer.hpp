@@ -1,0 +1,32 @@
+#pragma once
+// The save half of the home snapshot (snapshot.md §4.3–§4.6): Home walked depth-first in
+// byte order without following symlinks, written as tar by libarchive (USTAR, PAX only where
+// needed; files, directories and symlinks; uid/gid 0; whole-second mtimes), compressed as
+// one zstd frame (level 3, checksum, window ≤ 8 MiB) by libzstd's streaming API, and handed
+// to `sink` chunk by chunk as it is produced: nothing is held beyond one chunk.
+//
+// Blocking (it reads the tree and its files): run it off the scheduler and the loop thread.
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "io/archive/excludes.hpp"
+
+namespace shellctl::io::archive {
+
+struct save_result {
+  bool ok = false;
+  std::string error;         // why not (the first failure)
+  std::uint64_t bytes = 0;   // compressed bytes handed to the sink
+  std::string sha256_hex;    // of exactly those bytes (ok only)
+  std::uint64_t entries = 0;
+};
+
+// `sink` gets each compressed chunk; it returns false to stop (peer gone, deadline), which
+// ends the save as failed. `stop` is asked before every entry: true ends it as failed.
+save_result write_home_archive(const std::string& home, const snapshot_excludes& excludes,
+                               const std::function<bool(std::string_view)>& sink,
+                               const std::function<bool()>& stop);
+
+}  // namespace shellctl::io::archive
