@@ -163,9 +163,27 @@ class zstd_in {
   zstd_in(const zstd_in&) = delete;
   zstd_in& operator=(const zstd_in&) = delete;
 
+  // Whether the stream decompresses to nothing at all (an empty body): an empty archive,
+  // which libarchive would call unrecognized. The block read to tell is kept for next().
+  bool empty() {
+    held_ = next_block(&held_block_);
+    holding_ = true;
+    return held_ == 0;
+  }
+
   // The next decompressed bytes for libarchive: their count (0 at a clean end), or -1 with
   // `error` set.
   la_ssize_t next(const void** block) {
+    if (holding_) {
+      holding_ = false;
+      *block = held_block_;
+      return held_;
+    }
+    return next_block(block);
+  }
+
+ private:
+  la_ssize_t next_block(const void** block) {
     for (;;) {
       if (in_pos_ == in_len_ && !eof_) {
         auto n = src_.read(in_.data(), in_.size());
@@ -204,10 +222,15 @@ class zstd_in {
     }
   }
 
+
+ public:
   std::optional<stop_error> error;
 
  private:
   byte_source& src_;
+  bool holding_ = false;
+  la_ssize_t held_ = 0;
+  const void* held_block_ = nullptr;
   ZSTD_DCtx* dctx_;
   std::vector<char> in_, out_;
   std::size_t in_len_ = 0, in_pos_ = 0;
@@ -365,6 +388,11 @@ restore_result restore_home(const std::string& home, byte_source& body,
     archive_read_support_format_tar(a.get());  // tar only: no other formats, no filters
     extractor x(home, a.get(), stop);
     x.source = &z;
+    if (z.empty()) {
+      if (z.error) throw *z.error;
+      result.result = outcome::ok;
+      return result;
+    }
     if (archive_read_open(a.get(), &z, nullptr, on_read, nullptr) != ARCHIVE_OK) {
       if (z.error) throw *z.error;
       // Nothing at all (an empty body) is an empty archive.
