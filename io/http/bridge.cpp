@@ -34,6 +34,16 @@ void responder::abort() const {
 
 bool responder::connected() const { return bridge_ && bridge_->connected(); }
 
+std::uint64_t responder::stream_acked() const { return bridge_ ? bridge_->acked() : 0; }
+
+void responder::read_body(std::function<void(body_piece)> on_piece) const {
+  if (bridge_) bridge_->push_body(op_kind::read_body, std::move(on_piece));
+}
+
+void responder::more_body() const {
+  if (bridge_) bridge_->push_body(op_kind::more_body);
+}
+
 void bridge_hub::push(bridge_op op) {
   std::lock_guard<std::mutex> lk(mu);
   if (async == nullptr) return;  // the loop is gone: the answer has nobody to go to

@@ -17,6 +17,7 @@
 #include <uv.h>
 
 #include <atomic>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -50,9 +51,18 @@ struct slot {
   std::function<void()> on_drain;
   std::vector<std::string> chunks;  // arrived before this slot reached the front
   std::vector<header> trailers;
+  std::atomic<std::uint64_t> acked{0};  // stream bytes whose writes completed (any thread reads)
+  // A streamed request body (request::stream_body).
+  bool body_streamed = false;
+  bool body_wanted = false;  // the consumer asked for the next piece
+  bool body_ended = false;
+  bool body_failed = false;
+  std::string body_queue;  // received, not yet handed out
+  std::string body_error;
+  std::function<void(body_piece)> on_body;
 };
 
-enum class op_kind { send, start_stream, chunk, end_stream, abort, dropped, stop };
+enum class op_kind { send, start_stream, chunk, end_stream, abort, dropped, stop, read_body, more_body };
 
 struct bridge_op {
   op_kind kind;
@@ -61,6 +71,7 @@ struct bridge_op {
   std::function<void()> on_drain;
   std::string data;
   std::vector<header> trailers;
+  std::function<void(body_piece)> on_body;
 };
 
 // The one cross-thread queue (see the comment at the top of this file).
@@ -93,10 +104,15 @@ class connection_bridge {
   bool claim(int from, int to) { return state_.compare_exchange_strong(from, to); }
   bool streaming() const { return state_.load() == kStreaming; }
   bool connected() const { return slot_->open.load(std::memory_order_relaxed); }
+  std::uint64_t acked() const { return slot_->acked.load(); }
   void push(op_kind k, response r = {}, std::function<void()> drain = {}, std::string data = {},
             std::vector<header> trailers = {}) {
     hub_->push(bridge_op{k, slot_, std::move(r), std::move(drain), std::move(data),
-                         std::move(trailers)});
+                         std::move(trailers), {}});
+  }
+  void push_body(op_kind k, std::function<void(body_piece)> on_piece = {}) {
+    bridge_op op{k, slot_, {}, {}, {}, {}, std::move(on_piece)};
+    hub_->push(std::move(op));
   }
   std::atomic<int>& state() { return state_; }
 

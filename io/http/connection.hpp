@@ -27,6 +27,10 @@ struct connection {
   std::size_t queued = 0;    // bytes handed to uv_write, not yet completed
   std::size_t reserved = 0;  // budget held by the request being received
   std::size_t lingered = 0;  // bytes discarded after our FIN
+  // The request whose body is being streamed to its handler (request::stream_body), and
+  // whether reading stopped because that handler has not taken what arrived.
+  std::shared_ptr<slot> body_slot;
+  bool body_paused = false;
   std::uint64_t idle_since = 0;
   std::uint64_t request_start = 0;
   std::uint64_t timer_due = 0;

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -15,6 +16,7 @@
 namespace shellctl::io::http {
 
 struct connection;
+struct slot;
 
 // Bodies up to this size are copied into the batch's buffer; larger ones are moved in.
 inline constexpr std::size_t inline_body_limit = 4096;
@@ -34,6 +36,9 @@ struct out_batch {
   std::vector<segment> segments;
   std::vector<uv_buf_t> bufs;
   std::size_t bytes = 0;
+  // Chunks of the connection's streamed response in this write, for its acked count.
+  std::shared_ptr<slot> stream;
+  std::size_t stream_bytes = 0;
 
   bool empty() const { return bytes == 0; }
   // Registers inline_buf[start, end) (just appended) as the next piece of the write.
@@ -69,6 +74,8 @@ struct out_batch {
     bufs.clear();
     bytes = 0;
     conn = nullptr;
+    stream.reset();
+    stream_bytes = 0;
   }
 };
 

@@ -54,6 +54,8 @@ struct request_parser::callbacks {
     s.headers_done_ = false;
     s.have_field_ = false;
     s.expect_pending_ = false;
+    s.too_large_ = false;
+    s.streaming_ = false;
     return 0;
   }
 
@@ -115,8 +117,8 @@ struct request_parser::callbacks {
     s.keep_alive_ = llhttp_should_keep_alive(p) != 0 && !p->upgrade;
     bool chunked = (p->flags & F_CHUNKED) != 0;
     bool has_length = (p->flags & F_CONTENT_LENGTH) != 0;
-    if (has_length && p->content_length > s.limits_.max_body_bytes)
-      return s.fail(413, "payload_too_large", "request body too large");
+    // Too large for a collected body: decided after the head (a streamed body has no limit).
+    s.too_large_ = has_length && p->content_length > s.limits_.max_body_bytes;
     s.content_length_ = has_length ? p->content_length : 0;
     const std::string* expect = r.find_header("Expect");
     s.expect_pending_ = expect != nullptr && wire::iequals(trim_ows(*expect), "100-continue") &&
@@ -131,6 +133,10 @@ struct request_parser::callbacks {
   static int on_body(llhttp_t* p, const char* at, std::size_t len) {
     auto& s = self(p);
     s.body_bytes_ += len;
+    if (s.streaming_) {
+      s.piece_.append(at, len);
+      return 0;
+    }
     if (s.body_bytes_ > s.limits_.max_body_bytes)
       return s.fail(413, "payload_too_large", "request body too large");
     if (s.current_.body.empty() && s.content_length_ > 0)
@@ -200,6 +206,12 @@ request request_parser::take() { return std::move(current_); }
 
 request_parser::result request_parser::feed(const char* data, std::size_t len) {
   if (failed_) return {event::error, 0};
+  if (too_large_ && !streaming_ && in_message_) {
+    failed_ = true;
+    in_message_ = false;
+    fail(413, "payload_too_large", "request body too large");
+    return {event::error, 0};
+  }
   if (finished_ || len == 0) return {event::need_more, len};
   llhttp_errno_t err = llhttp_execute(&parser_, data, len);
   switch (err) {

@@ -8,7 +8,9 @@
 //     data += r.consumed; len -= r.consumed;
 //     if (r.ev == event::request) handle(p.take());
 //     else if (r.ev == event::head) decide on p.head() before any body byte is read
-//                                   (and maybe send "100 Continue" if p.expects_continue());
+//                                   (and maybe send "100 Continue" if p.expects_continue()),
+//                                   or call p.stream_body() to take the body piecewise
+//                                   (take_piece() after each feed) with no size limit;
 //     else if (r.ev == event::error) { answer p.error(); close; }
 //   }
 //
@@ -67,6 +69,15 @@ class request_parser {
   bool expects_continue() const { return expect_pending_; }
   // After event::head: the announced Content-Length (0 when none, or chunked).
   std::uint64_t content_length() const { return content_length_; }
+  // After event::head: the announced length is above the body limit. Unless the body is
+  // streamed, the next feed (even of no bytes) fails with 413.
+  bool body_too_large() const { return too_large_; }
+  // After event::head: this request's body is not collected into request::body but handed
+  // out piece by piece (take_piece), and no body limit applies to it.
+  void stream_body() { streaming_ = true; }
+  bool streaming_body() const { return streaming_ && in_message_; }
+  // The body bytes of a streamed body parsed since the last call.
+  std::string take_piece() { return std::move(piece_); }
   // Body bytes of the request in progress received so far.
   std::size_t body_bytes() const { return body_bytes_; }
   // Of the request last reported: may the connection carry another request after it?
@@ -105,6 +116,9 @@ class request_parser {
   std::uint64_t content_length_ = 0;
   bool keep_alive_ = true;
   bool http_1_0_ = false;
+  bool too_large_ = false;
+  bool streaming_ = false;
+  std::string piece_;
   bool failed_ = false;
   bool finished_ = false;
   bool error_set_ = false;

@@ -38,6 +38,8 @@ namespace {
 
 constexpr std::size_t kReadBufferSize = 64u << 10;
 constexpr std::size_t kLowWater = 256u << 10;  // on_drain below this many queued bytes
+// A streamed request body not yet taken by its handler: reading stops above this.
+constexpr std::size_t kBodyWindow = 256u << 10;
 constexpr std::size_t kMaxPending = 32;        // pipelined requests in flight per connection
 constexpr std::uint64_t kLingerMs = 2000;      // after our FIN, wait this long for theirs
 // ...and discard at most this much of a body we refused: a peer that keeps sending gets
@@ -292,6 +294,7 @@ struct server::impl {
       if (n == UV_EOF && !c->pending.empty()) {
         // Half-closed: still answer what was asked (like Go), but tell long-polls.
         c->eof = true;
+        s->end_body(c, true, "the client closed the connection before the body ended");
         for (auto& sl : c->pending) sl->open.store(false);
         s->stop_read(c);
         c->stop_reading = true;
@@ -322,6 +325,13 @@ struct server::impl {
           break;
         case request_parser::event::request:
           c->continue_wanted = false;
+          if (c->body_slot) {
+            // A streamed body is complete: its request was handed on at its head.
+            take_body(c);
+            c->parser.take();
+            end_body(c, false, {});
+            break;
+          }
           dispatch(c);
           if (!c->stop_reading && c->pending.size() >= kMaxPending && len > 0) {
             c->stash.assign(data, len);
@@ -339,8 +349,10 @@ struct server::impl {
       }
     }
     if (c->closing) return;
-    // A chunked body announces nothing: it is counted as it arrives.
-    if (c->parser.in_message() && !c->stop_reading &&
+    if (c->body_slot) take_body(c);
+    // A chunked body announces nothing: it is counted as it arrives. (A streamed one is
+    // bounded by its window instead.)
+    if (c->parser.in_message() && !c->stop_reading && !c->parser.streaming_body() &&
         !reserve(c, c->parser.body_bytes())) {
       queue_error(c, 503, "server_busy", "too many request bytes buffered; retry later");
       return;
@@ -370,6 +382,19 @@ struct server::impl {
         return false;
       }
     }
+    if (c->parser.head().stream_body) {
+      // Handed on now; its body follows piece by piece, at the handler's pace.
+      c->parser.stream_body();
+      if (c->parser.expects_continue()) c->continue_wanted = true;
+      request req = std::move(c->parser.head());
+      auto sl = dispatch_request(c, std::move(req), true);
+      if (sl->conn == c && !c->closing) c->body_slot = sl;
+      return true;
+    }
+    if (c->parser.body_too_large()) {
+      queue_error(c, 413, "payload_too_large", "request body too large");
+      return false;
+    }
     if (!reserve(c, static_cast<std::size_t>(std::min<std::uint64_t>(
                         c->parser.content_length(), cfg.max_buffered_bytes + 1)))) {
       queue_error(c, 503, "server_busy", "too many request bytes buffered; retry later");
@@ -384,12 +409,14 @@ struct server::impl {
     batch(c).append_small("HTTP/1.1 100 Continue\r\n\r\n");
   }
 
-  void dispatch(connection* c) {
+  void dispatch(connection* c) { dispatch_request(c, c->parser.take(), false); }
+
+  std::shared_ptr<slot> dispatch_request(connection* c, request req, bool body_streamed) {
     auto sl = std::make_shared<slot>();
     sl->conn = c;
     sl->keep_alive = c->parser.keep_alive() && !stopping;
     sl->http_1_0 = c->parser.http_1_0();
-    request req = c->parser.take();
+    sl->body_streamed = body_streamed;
     sl->head_request = req.method == "HEAD";
     // The body now lives with the handler until the answer is written.
     sl->reserved = c->reserved;
@@ -407,6 +434,62 @@ struct server::impl {
     } catch (...) {
       respond_internal(sl, "request handler failed");
     }
+    return sl;
+  }
+
+  // ---- streamed request bodies ---------------------------------------------------------------
+  // What the parser has of the streamed body goes to its slot's queue; reading stops while
+  // the handler has not taken a window's worth.
+  void take_body(connection* c) {
+    auto sl = c->body_slot;
+    std::string piece = c->parser.take_piece();
+    if (!piece.empty()) sl->body_queue.append(piece);
+    deliver_body(sl.get());
+    if (c->body_slot && sl->body_queue.size() >= kBodyWindow && c->reading) {
+      c->body_paused = true;
+      stop_read(c);
+    }
+  }
+
+  // The streamed body is complete, or will never be.
+  void end_body(connection* c, bool failed, std::string why) {
+    auto sl = std::move(c->body_slot);
+    c->body_slot.reset();
+    c->body_paused = false;
+    if (!sl) return;
+    if (failed) {
+      sl->body_failed = true;
+      sl->body_error = std::move(why);
+    } else {
+      sl->body_ended = true;
+    }
+    deliver_body(sl.get());
+  }
+
+  // Hands the next piece to the handler if it asked for one and there is something to say.
+  void deliver_body(slot* sl) {
+    if (!sl->body_wanted || !sl->on_body) return;
+    connection* c = sl->conn;
+    const bool current = c && c->body_slot.get() == sl;
+    if (current && c->continue_wanted) send_continue(c);  // the handler reads: let it come
+    body_piece p;
+    if (!sl->body_queue.empty()) {
+      p.data.swap(sl->body_queue);
+    } else if (sl->body_failed) {
+      p.failed = true;
+      p.error = sl->body_error;
+    } else if (sl->body_ended) {
+      p.end = true;
+    } else {
+      return;
+    }
+    sl->body_wanted = false;
+    if (current && c->body_paused && !c->read_paused && !c->stop_reading) {
+      c->body_paused = false;
+      start_reading(c);
+    }
+    auto cb = sl->on_body;
+    cb(std::move(p));
   }
 
   // The handler threw: answer 500 unless it already answered.
@@ -512,6 +595,17 @@ struct server::impl {
         sl->aborted = true;
         if (sl->st == slot::state::waiting) sl->st = slot::state::streaming;
         break;
+      case op_kind::read_body:
+        if (!sl->body_streamed) return;
+        sl->on_body = std::move(op.on_body);
+        sl->body_wanted = true;
+        deliver_body(sl);
+        return;
+      case op_kind::more_body:
+        if (!sl->body_streamed) return;
+        sl->body_wanted = true;
+        deliver_body(sl);
+        return;
       case op_kind::stop:
         break;
     }
@@ -528,7 +622,12 @@ struct server::impl {
         close_conn(c);
         return;
       }
-      bool closes = !sl->keep_alive || sl->close_after || c->close_after_write || stopping;
+      // An answer given before its streamed body ended: the rest of the body cannot be
+      // told from a next request, so the connection ends with the answer.
+      const bool body_unread = c->body_slot.get() == sl;
+      bool closes = !sl->keep_alive || sl->close_after || c->close_after_write || stopping ||
+                    body_unread;
+      if (body_unread) end_body(c, true, "the request was answered before its body ended");
       if (sl->st == slot::state::ready) {
         write_response(c, sl, closes);
         finish_front(c, closes);
@@ -630,6 +729,8 @@ struct server::impl {
     sl->drain_armed = true;
     if (sl->head_request) return;
     out_batch& b = batch(c);
+    if (!b.stream) b.stream = c->pending.front();
+    b.stream_bytes += data.size();
     if (sl->http_1_0) {  // close-delimited: the bytes as they are
       b.append_owned(std::move(data));
       return;
@@ -704,6 +805,8 @@ struct server::impl {
     impl* s = c->srv;
     scope sc(s);
     c->queued -= b->bytes;
+    const bool wrote_stream = b->stream != nullptr && status >= 0;
+    if (wrote_stream) b->stream->acked.fetch_add(b->stream_bytes);
     s->recycle(b);
     if (c->closing) return;
     if (status < 0) {
@@ -713,7 +816,8 @@ struct server::impl {
     // Back-pressure: the stream at the front may produce more now.
     if (!c->pending.empty() && c->queued < kLowWater) {
       auto sl = c->pending.front();
-      if (sl->st == slot::state::streaming && sl->head_written && sl->drain_armed &&
+      if (sl->st == slot::state::streaming && sl->head_written &&
+          (sl->drain_armed || wrote_stream) &&
           !sl->ended && !sl->aborted && sl->on_drain) {
         sl->drain_armed = false;
         try {
@@ -762,6 +866,7 @@ struct server::impl {
     if (c->closing) return;
     c->closing = true;
     release(c->reserved);
+    end_body(c, true, "the client closed the connection before the body ended");
     for (auto& sl : c->pending) {
       sl->conn = nullptr;
       sl->open.store(false);
@@ -932,6 +1037,6 @@ std::uint16_t server::port() const { return impl_->bound_port; }
 
 void server::run() { impl_->run(); }
 
-void server::stop() { impl_->hub->push(bridge_op{op_kind::stop, nullptr, {}, {}, {}, {}}); }
+void server::stop() { impl_->hub->push(bridge_op{op_kind::stop, nullptr, {}, {}, {}, {}, {}}); }
 
 }  // namespace shellctl::io::http

@@ -43,6 +43,10 @@ struct request {
   // What the head check learned about an accepted head (server_config::head_check), handed
   // on to the request handler so that it is not decided twice. Empty when none ran.
   std::any accepted;
+  // Set by the head check: the body is not read in before the handler runs; the handler
+  // gets the request at its head and takes the body piece by piece (responder::read_body),
+  // with no size limit and at the pace it reads (snapshot restore).
+  bool stream_body = false;
   // Case-insensitive header lookup; nullptr when absent.
   const std::string* find_header(std::string_view name) const;
 };
@@ -55,6 +59,14 @@ struct response {
 
 class connection_bridge;  // internal: the loop side of one request
 
+// One piece of a streamed request body.
+struct body_piece {
+  std::string data;   // the bytes (empty with `end` or `failed`)
+  bool end = false;   // the body is complete
+  bool failed = false;  // the body will not complete (client gone): `error` says so
+  std::string error;
+};
+
 // Delivers the answer to one request, from any thread. Copyable; the first `send` or
 // `start_stream` wins, later calls are ignored. If it is destroyed without answering,
 // the server answers 500 internal_error so that a client never hangs.
@@ -66,16 +78,27 @@ class responder {
   void send(response r) const;
 
   // Chunked streaming (snapshot save). `head.body` is ignored. `on_drain` is called on
-  // the loop thread each time the connection's write queue falls below the low-water mark
-  // (and once right after the head is written): produce the next chunk then.
+  // the loop thread once right after the head is written, and after each write of the
+  // stream's bytes that leaves the connection's queue below the low-water mark: produce
+  // more then. A producer on another thread keeps its bytes in flight bounded with
+  // stream_acked(): on_drain is only a wake-up to look again.
   void start_stream(response head, std::function<void()> on_drain) const;
   void send_chunk(std::string data) const;
+  // Bytes of this stream's chunks whose writes have completed (any thread).
+  std::uint64_t stream_acked() const;
   // Ends the body with the last chunk and these trailers.
   void end_stream(std::vector<header> trailers) const;
   // Drops the connection without a clean end (no terminating chunk, no trailers).
   void abort() const;
   // True while the client connection is open.
   bool connected() const;
+
+  // A streamed request body (request::stream_body): `on_piece` (called on the loop thread)
+  // gets the next piece once it is there; read_body registers it and asks for the first,
+  // more_body asks for each next one. Unread, the body holds at most ~256 KiB: the
+  // connection stops reading until it is asked for more.
+  void read_body(std::function<void(body_piece)> on_piece) const;
+  void more_body() const;
 
  private:
   std::shared_ptr<connection_bridge> bridge_;

@@ -37,6 +37,15 @@ outcome feed_pieces(const std::vector<std::string>& pieces, parser_limits lim = 
       } else if (r.ev == ev::head) {
         ++o.heads;
         if (p.expects_continue()) ++o.continues;
+        // A caller that does not stream the body feeds on, even with nothing: that is
+        // where an announced body above the limit is refused.
+        if (off == piece.size() && p.body_too_large()) {
+          auto r2 = p.feed(piece.data() + off, 0);
+          if (r2.ev == ev::error) {
+            o.failed = true;
+            o.error = p.error();
+          }
+        }
       } else if (r.ev == ev::error) {
         o.failed = true;
         o.error = p.error();

@@ -12,6 +12,7 @@
 #include <condition_variable>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -221,6 +222,13 @@ class test_server {
 
   held hold;
   std::atomic<int> drains{0};
+  // Streamed uploads: what the handler saw (set on the loop thread, read by the test after
+  // the answer or under the mutex).
+  std::mutex up_mu;
+  std::condition_variable up_cv;
+  std::string up_failure;
+  std::size_t up_max_piece = 0;
+  std::size_t up_pieces = 0;  // pieces seen by all uploads
 
  private:
   void handle(request&& r, responder resp) {
@@ -247,6 +255,36 @@ class test_server {
         } else {
           resp.end_stream({{"X-Count", std::to_string(*sent)}});
         }
+      });
+    } else if (r.path.rfind("/upload", 0) == 0) {
+      // A streamed body (the head check set stream_body): count it piece by piece.
+      struct progress {
+        std::size_t bytes = 0, pieces = 0;
+      };
+      auto p = std::make_shared<progress>();
+      const bool early = r.path == "/upload-early";
+      CHECK(r.body.empty());
+      resp.read_body([this, resp, p, early](body_piece piece) {
+        std::lock_guard<std::mutex> lk(up_mu);
+        if (piece.failed) {
+          up_failure = piece.error;
+          up_cv.notify_all();
+          return;
+        }
+        if (piece.end) {
+          resp.send(text(200, std::to_string(p->bytes) + " " + std::to_string(p->pieces)));
+          return;
+        }
+        p->bytes += piece.data.size();
+        ++p->pieces;
+        up_max_piece = std::max(up_max_piece, piece.data.size());
+        ++up_pieces;
+        up_cv.notify_all();
+        if (early) {
+          resp.send(text(200, "early"));
+          return;
+        }
+        resp.more_body();
       });
     } else if (r.path == "/abort") {
       auto step = std::make_shared<int>(0);
@@ -611,4 +649,94 @@ TEST_CASE("IPv6 loopback and host names") {
     srv.stop();
     t.join();
   }
+}
+
+namespace {
+server_config streaming_config() {
+  server_config cfg;
+  cfg.max_body_bytes = 1u << 20;  // collected bodies: 1 MiB; streamed ones have no limit
+  cfg.head_check = [](request& head) -> std::optional<response> {
+    if (head.path.rfind("/upload", 0) == 0) head.stream_body = true;
+    return std::nullopt;
+  };
+  return cfg;
+}
+}  // namespace
+
+TEST_CASE("a streamed request body: beyond the body limit, piecewise, in a bounded window") {
+  test_server s(streaming_config());
+  client c(s.port());
+  const std::size_t total = 48u << 20;  // more than loopback's socket buffers hold
+  std::thread sender([&] {
+    c.send("POST /upload HTTP/1.1\r\nContent-Length: " + std::to_string(total) + "\r\n\r\n");
+    const std::string block(1u << 20, 'z');
+    for (std::size_t i = 0; i < total / block.size(); ++i) c.send(block);
+  });
+  auto r = c.read();
+  sender.join();
+  CHECK(r.status == 200);
+  CHECK(r.body.rfind(std::to_string(total) + " ", 0) == 0);
+  std::lock_guard<std::mutex> lk(s.up_mu);
+  // Each piece is what had queued since the last: never more than the window plus a read.
+  CHECK(s.up_max_piece <= (256u << 10) + (64u << 10));
+  // The connection carries on after a streamed body.
+  c.send("GET /ok HTTP/1.1\r\n\r\n");
+  CHECK(c.read().body == "ok");
+  // A collected body is still limited.
+  client big(s.port());
+  big.send("POST /echo HTTP/1.1\r\nContent-Length: 2000000\r\n\r\n");
+  CHECK(big.read().status == 413);
+}
+
+TEST_CASE("a streamed chunked body with Expect: 100-continue") {
+  test_server s(streaming_config());
+  client c(s.port());
+  c.send("POST /upload HTTP/1.1\r\nTransfer-Encoding: chunked\r\nExpect: 100-continue\r\n\r\n");
+  auto interim = c.read(false, true);
+  CHECK(interim.status == 100);
+  c.send("5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n");
+  auto r = c.read();
+  CHECK(r.status == 200);
+  CHECK(r.body.rfind("11 ", 0) == 0);
+}
+
+TEST_CASE("a streamed body cut off by the client is a failed piece; an early answer closes") {
+  test_server s(streaming_config());
+  {
+    client c(s.port());
+    c.send("POST /upload HTTP/1.1\r\nContent-Length: 1000000\r\n\r\n" + std::string(5000, 'x'));
+    {
+      // The handler has the first piece: the cut comes in the middle of the body.
+      std::unique_lock<std::mutex> lk(s.up_mu);
+      REQUIRE(s.up_cv.wait_for(lk, 20s, [&] { return s.up_pieces > 0; }));
+    }
+    c.close();
+  }
+  {
+    std::unique_lock<std::mutex> lk(s.up_mu);
+    REQUIRE(s.up_cv.wait_for(lk, 20s, [&] { return !s.up_failure.empty(); }));
+    CHECK(s.up_failure == "the client closed the connection before the body ended");
+  }
+  client e(s.port());
+  e.send("POST /upload-early HTTP/1.1\r\nContent-Length: 1000000\r\n\r\n" + std::string(5000, 'x'));
+  auto r = e.read();
+  CHECK(r.body == "early");
+  CHECK(r.headers["connection"] == "close");
+}
+
+TEST_CASE("stream_acked counts the stream's bytes written") {
+  test_server s;
+  client c(s.port());
+  c.send("GET /hold-acked HTTP/1.1\r\n\r\n");
+  responder h = s.hold.take("/hold-acked");
+  std::atomic<int> woken{0};
+  h.start_stream(response{}, [&woken] { ++woken; });
+  h.send_chunk(std::string(100000, 'q'));
+  h.send_chunk(std::string(50000, 'r'));
+  for (int i = 0; i < 4000 && h.stream_acked() < 150000; ++i) std::this_thread::sleep_for(5ms);
+  CHECK(h.stream_acked() == 150000);
+  CHECK(woken.load() >= 1);
+  h.end_stream({});
+  auto r = c.read();
+  CHECK(r.body.size() == 150000);
 }
