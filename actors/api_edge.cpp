@@ -113,15 +113,57 @@ void ask(self_ptr self, const job_registry_actor& registry, decoded_request req,
       req);
 }
 
+// A snapshot answers within its timeout (the op's own deadline); this is its margin.
+milliseconds snapshot_bound(std::chrono::nanoseconds timeout) {
+  return std::chrono::duration_cast<milliseconds>(timeout) + margin;
+}
+
+void ask_snapshot(self_ptr self, const snapshot_gate_actor& gate, std::chrono::nanoseconds timeout,
+                  http_call& call) {
+  const io::http::responder resp = call.resp;
+  if (call.route.id == route::snapshot_save) {
+    // Order of snapshot.md §4.1: a bad body is 400 even while another snapshot runs.
+    auto decoded = decode_snapshot_excludes(call.req.body);
+    if (auto* err = std::get_if<job_error_view>(&decoded)) {
+      resp.send(error_response(*err));
+      return;
+    }
+    auto excludes = std::get<std::vector<std::string>>(std::move(decoded));
+    self->request(gate, snapshot_bound(timeout), snapshot_save_request{std::move(excludes), resp})
+        .then(
+            [resp](snapshot_saved& s) {
+              if (s.ok)
+                resp.end_stream(snapshot_trailers(s));
+              else
+                resp.abort();  // bytes were sent: no clean end, no ok trailer (§4.8)
+            },
+            [resp](caf::error& e) {
+              // Before the first byte: the error itself; once streaming, only a cut.
+              resp.send(error_response(read_job_error(e)));
+              resp.abort();
+            });
+    return;
+  }
+  snapshot_restore_request req{resp, call.req.stream_body, std::move(call.req.body)};
+  self->request(gate, snapshot_bound(timeout), std::move(req))
+      .then([resp](snapshot_restored& r) { resp.send(json_response(200, snapshot_restored_json(r))); },
+            [resp](caf::error& e) { resp.send(error_response(read_job_error(e))); });
+}
+
 }  // namespace
 
 api_edge_actor::behavior_type api_edge(api_edge_actor::stateful_pointer<api_edge_state> self,
-                                       job_registry_actor registry) {
+                                       job_registry_actor registry, snapshot_gate_actor gate,
+                                       std::chrono::nanoseconds snapshot_timeout) {
   return {
-      [self, registry](http_call& call) {
+      [self, registry, gate, snapshot_timeout](http_call& call) {
         // Decoding is pure and answers its own errors; nothing here may end the actor,
         // or every request behind this one would go unanswered.
         try {
+          if (call.route.id == route::snapshot_save || call.route.id == route::snapshot_restore) {
+            ask_snapshot(self, gate, snapshot_timeout, call);
+            return;
+          }
           ask(self, registry, decode_request(call.req, call.route), call.resp);
         } catch (const std::exception& e) {
           call.resp.send(error_response(500, "internal_error", e.what()));

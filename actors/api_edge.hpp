@@ -4,7 +4,9 @@
 // (actors/api_requests.hpp), asks the registry with CAF's request/response, and turns
 // the domain answer or job_errc error into the API's status and body
 // (actors/api_views.hpp). It earns its hop by being the requester: the libuv thread
-// cannot be one, and each answer's timeout and error path live here.
+// cannot be one, and each answer's timeout and error path live here. Home snapshots go to
+// the snapshot_gate; their bytes flow between the connection and the snapshot's own actor,
+// and the edge ends the answer (trailers, a cut, or an error) from the domain outcome.
 #include <chrono>
 #include <cstdint>
 #include <unordered_map>
@@ -27,6 +29,7 @@ struct api_edge_state {
 };
 
 api_edge_actor::behavior_type api_edge(api_edge_actor::stateful_pointer<api_edge_state> self,
-                                       job_registry_actor registry);
+                                       job_registry_actor registry, snapshot_gate_actor gate,
+                                       std::chrono::nanoseconds snapshot_timeout);
 
 }  // namespace shellctl::actors

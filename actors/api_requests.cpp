@@ -179,6 +179,8 @@ std::optional<double> parse_float(const std::optional<std::string>& s) {
 decoded_request decode(const io::http::request& req, const route_match& m) {
   switch (m.id) {
     case route::healthz:  // answered by the front; never decoded
+    case route::snapshot_save:  // decoded by decode_snapshot_excludes, run by the gate
+    case route::snapshot_restore:
       break;
     case route::run:
       return run_request{decode_run(req.body)};
@@ -222,6 +224,23 @@ decoded_request decode_request(const io::http::request& req, const route_match& 
     return decode(req, route);
   } catch (const bad_request& e) {
     return job_error_view{e.code, e.message};
+  }
+}
+
+std::variant<job_error_view, std::vector<std::string>> decode_snapshot_excludes(
+    const std::string& body) {
+  // Go reads the body through a 64 KiB LimitReader: JSON cut there is a decode error.
+  const std::string_view head = std::string_view(body).substr(0, 65536);
+  if (head.find_first_not_of(" \t\r\n") == std::string_view::npos)
+    return std::vector<std::string>{};
+  auto obj = io::json::object::parse(head);
+  if (!obj)
+    return job_error_view{job_errc::invalid_request, "invalid JSON body: not a JSON object"};
+  try {
+    return obj->get_string_array("excludes").value_or(std::vector<std::string>{});
+  } catch (const io::json::type_error& e) {
+    return job_error_view{job_errc::invalid_request,
+                          std::string("invalid JSON body: excludes: ") + e.what()};
   }
 }
 

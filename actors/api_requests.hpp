@@ -17,8 +17,13 @@ using decoded_request =
     std::variant<job_error_view, run_request, wait_request, tail_request, status_request,
                  input_request, terminate_request, delete_request, list_request>;
 
-// `route` is the front's match for `req` (a job route, never healthz).
+// `route` is the front's match for `req` (a job route, never healthz or a snapshot).
 decoded_request decode_request(const io::http::request& req, const route_match& route);
+
+// The body of POST /v1/snapshot/save (snapshot.md §4.1): optional {"excludes": [...]};
+// only its first 64 KiB are read, and only the first JSON value; empty means none.
+std::variant<job_error_view, std::vector<std::string>> decode_snapshot_excludes(
+    const std::string& body);
 
 // Go's %q quoting, used in validation messages the original words that way.
 std::string go_quote(std::string_view s);

@@ -91,6 +91,19 @@ std::string job_deleted_json(const job_deleted& d) {
   return w.finish();
 }
 
+std::string snapshot_restored_json(const snapshot_restored& r) {
+  writer w;
+  w.begin_object().key("entries").value(r.entries).key("bytes_written").value(r.bytes_written);
+  w.end_object();
+  return w.finish();
+}
+
+std::vector<io::http::header> snapshot_trailers(const snapshot_saved& s) {
+  return {{"X-Snapshot-Status", "ok"},
+          {"X-Snapshot-Sha256", s.sha256_hex},
+          {"X-Snapshot-Bytes", std::to_string(s.bytes)}};
+}
+
 io::http::response json_response(int status, std::string body) {
   io::http::response r;
   r.status = status;

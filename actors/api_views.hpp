@@ -15,6 +15,10 @@ std::string job_result_json(const job_result& r);
 std::string job_status_json(const job_status_view& v);
 std::string job_list_json(const job_list& list);
 std::string job_deleted_json(const job_deleted& d);
+// {"entries":N,"bytes_written":M} (snapshot.md §5.5).
+std::string snapshot_restored_json(const snapshot_restored& r);
+// The trailers that say a save succeeded (snapshot.md §4.7: a pinned wire contract).
+std::vector<io::http::header> snapshot_trailers(const snapshot_saved& s);
 
 io::http::response json_response(int status, std::string body);
 io::http::response error_response(int status, std::string_view code, std::string_view message);

@@ -25,6 +25,11 @@ constexpr errc_entry errc_table[] = {
     {job_errc::tmux_unavailable, 503, "tmux_unavailable"},
     {job_errc::storage_unavailable, 503, "storage_unavailable"},
     {job_errc::unavailable, 503, "unavailable"},
+    {job_errc::snapshot_busy, 409, "snapshot_busy"},
+    {job_errc::home_unavailable, 500, "home_unavailable"},
+    {job_errc::snapshot_failed, 500, "snapshot_failed"},
+    {job_errc::archive_malformed, 400, "archive_malformed"},
+    {job_errc::restore_failed, 500, "restore_failed"},
     {job_errc::internal_error, 500, "internal_error"},
 };
 

@@ -37,7 +37,12 @@ enum class job_errc : std::uint8_t {
   tmux_unavailable,      // 503: tmux did not answer in time
   storage_unavailable,   // 503: the database cannot be written now
   unavailable,           // 503: shutting down, or the job was removed meanwhile
-  internal_error,        // 500
+  snapshot_busy,         // 409: another snapshot save or restore runs
+  home_unavailable,      // 500: $HOME unset, missing or not a directory
+  snapshot_failed,       // 500: a save failed before its first byte
+  archive_malformed,     // 400: a restore's stream is not an acceptable tar+zstd archive
+  restore_failed,        // 500: a restore failed for the machine's reasons (space, I/O, time)
+  internal_error,        // 500 (last: the table's fallback)
 };
 
 // The CAF error category of job_errc (atoms have at most 10 characters).
@@ -82,6 +87,21 @@ struct job_info {
 
 struct job_list {
   std::vector<job_info> jobs;
+};
+
+// How a snapshot save ended. Failures before the first byte are errors (snapshot_failed,
+// home_unavailable); after it the stream can only be cut: `ok` false with `started`.
+struct snapshot_saved {
+  bool ok = false;
+  bool started = false;      // bytes were sent: a failure now cuts the connection
+  std::uint64_t bytes = 0;   // compressed bytes sent
+  std::string sha256_hex;    // of exactly those bytes
+  std::string error;         // why not ok
+};
+
+struct snapshot_restored {
+  std::int64_t entries = 0;
+  std::int64_t bytes_written = 0;
 };
 
 // One answer to one request, held by an actor until it can be given. Copies share it and
@@ -129,3 +149,5 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::job_status_view)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::job_deleted)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::job_info)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::job_list)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::snapshot_saved)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::snapshot_restored)

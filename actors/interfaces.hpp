@@ -84,6 +84,13 @@ using job_registry_actor = caf::typed_actor<
 // retention_gc: the retention timer (D1).
 using retention_gc_actor = caf::typed_actor<reacts_to<gc_tick>, reacts_to<shutdown_jobs>>;
 
+// snapshot_gate: one home snapshot operation at a time (snapshot.md §3). Each operation is
+// a snapshot_op of its own (actors/snapshot_op.hpp); the gate is free again when it ends.
+using snapshot_gate_actor = caf::typed_actor<
+    replies_to<snapshot_save_request>::with<snapshot_saved>,       // or snapshot_busy, ...
+    replies_to<snapshot_restore_request>::with<snapshot_restored>, // or snapshot_busy, ...
+    reacts_to<shutdown_jobs>>;
+
 // api_edge: HTTP requests in, domain requests out, domain answers back to HTTP.
 using api_edge_actor = caf::typed_actor<reacts_to<http_call>,
                                         reacts_to<edge_sweep>,  // internal: its timer

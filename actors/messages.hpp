@@ -41,6 +41,28 @@ struct http_call {
 // api_edge → itself: answer the requests whose bound passed (once a second while any is open).
 struct edge_sweep {};
 
+// ---------------------------------------------------------------- api_edge → snapshot_gate
+// One home snapshot operation (snapshot.md). The op streams through `out`/`in` itself
+// (io/http's responder: the bytes go straight to the connection); the edge ends the
+// answer from the op's domain answer (trailers, cut, or an error).
+// POST /v1/snapshot/save → snapshot_saved
+struct snapshot_save_request {
+  std::vector<std::string> excludes;  // gitignore patterns (snapshot.md §4.4)
+  io::http::responder out;
+};
+// POST /v1/snapshot/restore → snapshot_restored
+struct snapshot_restore_request {
+  io::http::responder in;  // the body, piece by piece (request::stream_body)
+  bool streamed = false;   // false: the body is `body` (a request without one)
+  std::string body;
+};
+// snapshot_op, internal: the connection wrote the save's bytes (look at stream_acked), or
+// a piece of the restore's body arrived.
+struct stream_drained {};
+struct body_arrived {
+  io::http::body_piece piece;
+};
+
 // ---------------------------------------------------------------- api_edge → registry → job
 using io::store::job_mode;
 using io::store::job_status;
@@ -270,6 +292,10 @@ struct retire {};
 // Local messages only: they never cross a process boundary, so CAF needs no serializer.
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::http_call)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::edge_sweep)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::snapshot_save_request)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::snapshot_restore_request)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::stream_drained)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::body_arrived)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::run_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::wait_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::tail_request)

@@ -42,6 +42,10 @@ route_match match_route(std::string_view method, std::string_view path) {
   auto is = [&](size_t i, std::string_view s) { return segs.size() > i && segs[i] == s; };
   if (segs.size() == 1 && segs[0] == "healthz") {
     add("GET", route::healthz);
+  } else if (segs.size() == 3 && is(0, "v1") && is(1, "snapshot") && is(2, "save")) {
+    add("POST", route::snapshot_save);
+  } else if (segs.size() == 3 && is(0, "v1") && is(1, "snapshot") && is(2, "restore")) {
+    add("POST", route::snapshot_restore);
   } else if (segs.size() >= 2 && is(0, "v1") && is(1, "jobs")) {
     if (segs.size() == 2) {
       add("GET", route::list);

@@ -7,7 +7,10 @@
 
 namespace shellctl::actors {
 
-enum class route { healthz, run, wait, tail, status, list, input, terminate, remove };
+enum class route {
+  healthz, run, wait, tail, status, list, input, terminate, remove,
+  snapshot_save, snapshot_restore,  // snapshot.md §3
+};
 
 struct route_match {
   enum class kind { found, not_found, method_not_allowed } result = kind::not_found;

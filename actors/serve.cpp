@@ -17,6 +17,7 @@
 #include "actors/job_registry.hpp"
 #include "actors/job_store.hpp"
 #include "actors/retention_gc.hpp"
+#include "actors/snapshot_gate.hpp"
 #include "actors/tmux_server.hpp"
 #include "io/fs/files.hpp"
 #include "io/http/server.hpp"
@@ -137,13 +138,18 @@ int serve(const io::config::serve_config& cfg) {
   // One edge per scheduler thread: decoding bodies and encoding answers (output windows of
   // up to 512 KiB) then runs in parallel; the edges hold no state, so any request may go to
   // any of them (the front deals them out in turn).
+  // Home snapshots: the server's own $HOME (snapshot.md §3: never a guessed path).
+  const char* home_env = std::getenv("HOME");
+  auto gate = sys.spawn(snapshot_gate,
+                        snapshot_settings{home_env ? home_env : "", cfg.snapshot_timeout});
   std::vector<api_edge_actor> edges;
   for (std::size_t i = 0; i < std::max<std::size_t>(1, sys.scheduler().num_workers()); ++i)
-    edges.push_back(sys.spawn(api_edge, registry));
+    edges.push_back(sys.spawn(api_edge, registry, gate, cfg.snapshot_timeout));
   auto gc = sys.spawn(retention_gc, retention_settings{cfg.retention, cfg.gc_interval}, store,
                       registry);
   auto stop_all = [&] {
     for (auto& e : edges) caf::anon_send(e, shutdown_jobs{});
+    caf::anon_send(gate, shutdown_jobs{});
     caf::anon_send(gc, shutdown_jobs{});
     caf::anon_send(registry, shutdown_jobs{});
     caf::anon_send(watcher, shutdown_jobs{});
@@ -181,7 +187,10 @@ int serve(const io::config::serve_config& cfg) {
       if (answer->status >= 400) return std::move(*answer);
       return std::nullopt;
     }
-    head.accepted = std::get<route_match>(std::move(verdict));
+    auto& match = std::get<route_match>(verdict);
+    // A restore's archive is extracted as it arrives, never held whole (snapshot.md §5.1).
+    if (match.id == route::snapshot_restore) head.stream_body = true;
+    head.accepted = std::move(match);
     return std::nullopt;
   };
   // The handler runs on the loop thread only: `next_edge` needs no synchronization.

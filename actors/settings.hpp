@@ -33,6 +33,13 @@ struct job_settings {
   std::chrono::milliseconds finalizer_grace{10000};
 };
 
+// Home snapshots (snapshot.md §2): the Home they save and restore (the server's $HOME as
+// found at startup; checked again by each operation) and the total deadline of one.
+struct snapshot_settings {
+  std::string home;
+  std::chrono::nanoseconds timeout = std::chrono::seconds(45);
+};
+
 struct retention_settings {
   std::chrono::nanoseconds retention = std::chrono::hours(24);
   std::chrono::nanoseconds interval = std::chrono::seconds(60);

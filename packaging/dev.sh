@@ -122,8 +122,8 @@ case "${1:-}" in
     fi
     echo "stress pass passed"
     # The whole tree again with clang (warnings are errors there too), then the libFuzzer
-    # targets over the HTTP front, the JSON decoder and the tmux quoting: bounded runs, any
-    # crash fails.
+    # targets over the HTTP front, the JSON decoder, the tmux quoting and the snapshot's
+    # excludes and restore: bounded runs, any crash fails.
     [ -f build-fuzz/build.ninja ] || CC=clang CXX=clang++ meson setup build-fuzz -Dfuzz=true -Dwerror=true >/dev/null
     echo "building with clang (build-fuzz/)"
     if ! ninja -C build-fuzz > build-fuzz/ninja.log 2>&1; then
@@ -131,7 +131,7 @@ case "${1:-}" in
       echo "clang build FAILED" >&2
       exit 1
     fi
-    for f in http json tmux; do
+    for f in http json tmux archive; do
       corpus=$(mktemp -d)
       seeds=tests/fuzz/$f/corpus
       [ -d "$seeds" ] || seeds=
@@ -144,7 +144,7 @@ case "${1:-}" in
         exit 1
       fi
       grep -E "^Done|^stat::number_of_executed_units" "$log"
-      rm -rf "$corpus"
+      rm -rf "$corpus" /tmp/shellctl-archive-fuzz-*  # the restore target's sandboxes
     done
     echo "all tests and fuzzers passed"
     ;;

@@ -295,7 +295,10 @@ struct server::impl {
         // Half-closed: still answer what was asked (like Go), but tell long-polls.
         c->eof = true;
         s->end_body(c, true, "the client closed the connection before the body ended");
-        for (auto& sl : c->pending) sl->open.store(false);
+        for (auto& sl : c->pending) {
+          sl->open.store(false);
+          if (sl->st == slot::state::streaming && sl->on_drain) sl->on_drain();
+        }
         s->stop_read(c);
         c->stop_reading = true;
         c->close_after_write = true;
@@ -870,6 +873,8 @@ struct server::impl {
     for (auto& sl : c->pending) {
       sl->conn = nullptr;
       sl->open.store(false);
+      // A producer waiting for room learns that there is nobody to write to.
+      if (auto wake = std::move(sl->on_drain)) wake();
       sl->on_drain = nullptr;
       release(sl->reserved);
     }

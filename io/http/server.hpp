@@ -81,7 +81,8 @@ class responder {
   // the loop thread once right after the head is written, and after each write of the
   // stream's bytes that leaves the connection's queue below the low-water mark: produce
   // more then. A producer on another thread keeps its bytes in flight bounded with
-  // stream_acked(): on_drain is only a wake-up to look again.
+  // stream_acked(): on_drain is only a wake-up to look again. It is also called when the
+  // client goes away (connected() is false by then), so a waiting producer always wakes.
   void start_stream(response head, std::function<void()> on_drain) const;
   void send_chunk(std::string data) const;
   // Bytes of this stream's chunks whose writes have completed (any thread).

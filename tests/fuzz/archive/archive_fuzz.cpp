@@ -1,0 +1,120 @@
+// libFuzzer target over everything a home snapshot takes from outside: the caller's
+// exclude patterns (Go's filepath.Match port and go-git's rules), and a restore's archive,
+// both as a tar compressed here (so the fuzzer reaches libarchive's headers and our name
+// checks and confinement) and as a raw zstd stream. After every restore the sandbox around
+// Home must hold nothing but Home: anything else is an escape, and aborts.
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "io/archive/excludes.hpp"
+#include "io/archive/home_reader.hpp"
+
+namespace archive = shellctl::io::archive;
+
+namespace {
+
+class bytes_source : public archive::byte_source {
+ public:
+  explicit bytes_source(std::string b) : b_(std::move(b)) {}
+  std::ptrdiff_t read(char* buf, std::size_t cap) override {
+    const std::size_t n = std::min(cap, b_.size() - pos_);
+    std::memcpy(buf, b_.data() + pos_, n);
+    pos_ += n;
+    return static_cast<std::ptrdiff_t>(n);
+  }
+  std::string failure() const override { return "unused"; }
+
+ private:
+  std::string b_;
+  std::size_t pos_ = 0;
+};
+
+// One directory per fuzzing process: it holds `home` and nothing else, ever.
+const std::string& sandbox() {
+  static const std::string dir = [] {
+    char tmpl[] = "/tmp/shellctl-archive-fuzz-XXXXXX";
+    // libFuzzer ends without running exit handlers: packaging/dev.sh removes these.
+    return std::string(::mkdtemp(tmpl));
+  }();
+  return dir;
+}
+
+void reset_home(const std::string& home) {
+  std::error_code ec;
+  // Make every directory writable again first (an archive may have made one 0500).
+  for (auto it = std::filesystem::recursive_directory_iterator(home, ec);
+       !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec))
+    if (it->is_directory(ec) && !it->is_symlink(ec)) ::chmod(it->path().c_str(), 0700);
+  std::filesystem::remove_all(home, ec);
+  ::mkdir(home.c_str(), 0700);
+}
+
+void check_nothing_escaped(const std::string& dir) {
+  std::error_code ec;
+  for (auto& e : std::filesystem::directory_iterator(dir, ec))
+    if (e.path().filename() != "home") {
+      std::fprintf(stderr, "escape: %s was written outside Home\n", e.path().c_str());
+      std::abort();
+    }
+}
+
+void restore(const std::string& stream) {
+  const std::string& dir = sandbox();
+  const std::string home = dir + "/home";
+  reset_home(home);
+  bytes_source src(stream);
+  auto r = archive::restore_home(home, src, [] { return false; });
+  if (r.result != archive::restore_result::outcome::ok && r.message.empty()) std::abort();
+  check_nothing_escaped(dir);
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  if (size == 0) return 0;
+  const std::string input(reinterpret_cast<const char*>(data) + 1, size - 1);
+  switch (data[0] % 3) {
+    case 0: {  // patterns, then paths: one per line, split by the first empty line
+      std::vector<std::string> patterns, paths;
+      std::size_t start = 0;
+      bool in_paths = false;
+      while (start <= input.size()) {
+        auto nl = input.find('\n', start);
+        std::string line = input.substr(start, nl == std::string::npos ? std::string::npos : nl - start);
+        if (line.empty() && !in_paths) in_paths = true;
+        else (in_paths ? paths : patterns).push_back(line);
+        if (nl == std::string::npos) break;
+        start = nl + 1;
+      }
+      archive::snapshot_excludes ex(patterns);
+      for (const auto& p : paths) {
+        (void)ex.excluded(p, false);
+        (void)ex.excluded(p, true);
+        if (!patterns.empty()) (void)archive::go_path_match(patterns[0], p);
+      }
+      // The runtime's state dir stays out whatever the patterns say.
+      if (!ex.excluded(archive::snapshot_excludes::runtime_state, true)) std::abort();
+      break;
+    }
+    case 1: {  // a tar, compressed here
+      std::string z(ZSTD_compressBound(input.size()), '\0');
+      const std::size_t n = ZSTD_compress(z.data(), z.size(), input.data(), input.size(), 1);
+      if (ZSTD_isError(n)) return 0;
+      z.resize(n);
+      restore(z);
+      break;
+    }
+    default:  // a zstd stream as it comes
+      restore(input);
+      break;
+  }
+  return 0;
+}
