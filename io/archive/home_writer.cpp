@@ -38,7 +38,11 @@ class zstd_out {
     if (!cctx_ || !digest_) throw failure{"out of memory"};
     ZSTD_CCtx_setParameter(cctx_, ZSTD_c_compressionLevel, 3);
     ZSTD_CCtx_setParameter(cctx_, ZSTD_c_checksumFlag, 1);
-    ZSTD_CCtx_setParameter(cctx_, ZSTD_c_windowLog, 23);  // ≤ 8 MiB, like the original
+    // Level 3's own window (2 MiB for a stream of unknown size): within the original's 8 MiB.
+    // Compression on libzstd's worker threads overlaps the walk and the reads; the output
+    // is still one frame. Small jobs keep the memory held by the workers to a few MiB.
+    ZSTD_CCtx_setParameter(cctx_, ZSTD_c_nbWorkers, 1);
+    ZSTD_CCtx_setParameter(cctx_, ZSTD_c_jobSize, 1 << 20);
     EVP_DigestInit_ex(digest_, EVP_sha256(), nullptr);
   }
   ~zstd_out() {
