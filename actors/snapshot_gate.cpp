@@ -39,8 +39,9 @@ snapshot_gate_actor::behavior_type snapshot_gate(self_ptr self, snapshot_setting
         return admit<snapshot_restore_request, snapshot_restored>(self, cfg, req);
       },
       [self](shutdown_jobs&) {
-        // An operation under way is cut: its client sees no ok trailer / a closed stream.
-        if (self->state.op) self->send_exit(self->state.op, caf::exit_reason::user_shutdown);
+        // An operation under way is not interrupted from here (it may be inside libarchive,
+        // which must not be unwound): it ends at its deadline, or at once when the server's
+        // connections close and its client is gone.
         self->quit();
       },
   };

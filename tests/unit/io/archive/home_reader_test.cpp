@@ -209,6 +209,19 @@ TEST_CASE("every escape is refused as malformed, and nothing is written outside 
   }
 }
 
+TEST_CASE("a sparse entry (GNU tar --sparse) is refused as malformed") {
+  sandbox_dirs d;
+  run("truncate -s 4M '" + d.src() + "/holes' && printf x >> '" + d.src() + "/holes'");
+  for (const char* format : {"gnu", "posix"}) {
+    CAPTURE(format);
+    const auto bytes = run(std::string("tar -C '") + d.src() + "' --sparse --format=" + format +
+                           " -cf - holes | zstd -q -c");
+    auto r = restore(d.home(), bytes);
+    CHECK(r.result == outcome::malformed);
+    CHECK(r.message.find("sparse") != std::string::npos);
+  }
+}
+
 TEST_CASE("streams that are not a good tar+zstd archive") {
   sandbox_dirs d;
   auto garbage = restore(d.home(), "garbage");
