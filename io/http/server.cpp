@@ -446,7 +446,10 @@ struct server::impl {
   void take_body(connection* c) {
     auto sl = c->body_slot;
     std::string piece = c->parser.take_piece();
-    if (!piece.empty()) sl->body_queue.append(piece);
+    if (sl->body_queue.empty())
+      sl->body_queue.swap(piece);  // the common case: nothing queued, no copy
+    else
+      sl->body_queue.append(piece);
     deliver_body(sl.get());
     if (c->body_slot && sl->body_queue.size() >= kBodyWindow && c->reading) {
       c->body_paused = true;
