@@ -165,6 +165,18 @@ snapshot_restored restore(caf::blocking_actor* self, const std::string& home,
   throw caf::error(make_job_error(job_errc::restore_failed, r.message));
 }
 
+// The operation's answer: its value, its domain error, or `otherwise` for anything thrown.
+template <class F>
+auto answered(job_errc otherwise, F run) -> caf::result<decltype(run())> {
+  try {
+    return run();
+  } catch (caf::error& e) {
+    return std::move(e);
+  } catch (const std::exception& e) {
+    return make_job_error(otherwise, e.what());
+  }
+}
+
 }  // namespace
 
 void snapshot_op(caf::blocking_actor* self, snapshot_settings cfg) {
@@ -173,22 +185,14 @@ void snapshot_op(caf::blocking_actor* self, snapshot_settings cfg) {
   // One request, answered, and the operation is over.
   self->receive(
       [&](snapshot_save_request& req) -> caf::result<snapshot_saved> {
-        try {
+        return answered(job_errc::snapshot_failed, [&] {
           return save(self, resolve_home(cfg.home), deadline, req);
-        } catch (caf::error& e) {
-          return std::move(e);
-        } catch (const std::exception& e) {
-          return make_job_error(job_errc::snapshot_failed, e.what());
-        }
+        });
       },
       [&](snapshot_restore_request& req) -> caf::result<snapshot_restored> {
-        try {
+        return answered(job_errc::restore_failed, [&] {
           return restore(self, resolve_home(cfg.home), deadline, req);
-        } catch (caf::error& e) {
-          return std::move(e);
-        } catch (const std::exception& e) {
-          return make_job_error(job_errc::restore_failed, e.what());
-        }
+        });
       });
 }
 

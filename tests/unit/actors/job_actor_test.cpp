@@ -13,6 +13,14 @@ using shellctl::test::fixture;
 
 namespace {
 
+// A registry started and recovered over an empty database: ready for runs.
+struct recovered_fixture : fixture {
+  recovered_fixture() {
+    start();
+    recover();
+  }
+};
+
 template <class Reply>
 struct asked {
   std::optional<Reply> reply;
@@ -79,9 +87,7 @@ started_job start_pty(fixture& f, asked<job_result>& run) {
 }  // namespace
 
 TEST_CASE("PTY start: the gate opens only after the pipe is ready; done only once it drained") {
-  fixture f;
-  f.start();
-  f.recover();
+  recovered_fixture f;
   asked<job_result> run;
   ask(f, pty_run(), run);
   f.sched->run();
@@ -139,9 +145,7 @@ TEST_CASE("PTY start: the gate opens only after the pipe is ready; done only onc
 }
 
 TEST_CASE("PTY start whose pipe never gets ready fails at its timeout, and its session goes") {
-  fixture f;
-  f.start();
-  f.recover();
+  recovered_fixture f;
   asked<job_result> run;
   ask(f, pty_run(), run);
   f.sched->run();
@@ -185,9 +189,7 @@ TEST_CASE("PTY start: an inactive pipe, or a pane that dies before the handshake
           std::optional<std::string>("tmux output pipe is not active after pipe-pane"));
   }
   SUBCASE("the pane closed while the pipe was awaited") {
-    fixture f;
-    f.start();
-    f.recover();
+    recovered_fixture f;
     asked<job_result> run;
     ask(f, pty_run(), run);
     f.sched->run();
@@ -200,9 +202,7 @@ TEST_CASE("PTY start: an inactive pipe, or a pane that dies before the handshake
                                         "tmux pane disappeared before the output pipe was ready"));
   }
   SUBCASE("the tmux server died: the start begins again on the next one") {
-    fixture f;
-    f.start();
-    f.recover();
+    recovered_fixture f;
     asked<job_result> run;
     ask(f, pty_run(), run);
     f.sched->run();
@@ -221,9 +221,7 @@ TEST_CASE("PTY start: an inactive pipe, or a pane that dies before the handshake
 
 TEST_CASE("terminate: ^C, answered once the session is gone, or when the grace runs out") {
   SUBCASE("the job ends on ^C") {
-    fixture f;
-    f.start();
-    f.recover();
+    recovered_fixture f;
     asked<job_result> run;
     auto j = start_pty(f, run);
     const auto before = f.seen.tmux_lines.size();
@@ -241,9 +239,7 @@ TEST_CASE("terminate: ^C, answered once the session is gone, or when the grace r
     CHECK(term.reply->row.ended_at);
   }
   SUBCASE("the job ignores ^C: answered at the grace's end, its session killed") {
-    fixture f;
-    f.start();
-    f.recover();
+    recovered_fixture f;
     asked<job_result> run;
     auto j = start_pty(f, run);
     const auto before = f.seen.tmux_lines.size();
@@ -266,9 +262,7 @@ TEST_CASE("terminate: ^C, answered once the session is gone, or when the grace r
 }
 
 TEST_CASE("delete during terminate: the terminate is answered first, then the job goes") {
-  fixture f;
-  f.start();
-  f.recover();
+  recovered_fixture f;
   asked<job_result> run;
   auto j = start_pty(f, run);
   asked<job_status_view> term;
@@ -302,9 +296,7 @@ TEST_CASE("delete during terminate: the terminate is answered first, then the jo
 }
 
 TEST_CASE("a forced delete during a start: the start never opens its gate; all are answered") {
-  fixture f;
-  f.start();
-  f.recover();
+  recovered_fixture f;
   asked<job_result> run;
   ask(f, pty_run(), run);
   f.sched->run();
@@ -326,9 +318,7 @@ TEST_CASE("a forced delete during a start: the start never opens its gate; all a
 }
 
 TEST_CASE("input: pasted through a buffer into the pane, then waits as asked; stdio refuses") {
-  fixture f;
-  f.start();
-  f.recover();
+  recovered_fixture f;
   asked<job_result> run;
   auto j = start_pty(f, run);
   const auto before = f.seen.tmux_lines.size();

@@ -17,39 +17,18 @@
 #include "io/archive/home_reader.hpp"
 #include "io/archive/home_writer.hpp"
 #include "io/fs/files.hpp"
+#include "tests/unit/io/archive/archive_test_support.hpp"
 
 namespace archive = shellctl::io::archive;
 namespace fs = shellctl::io::fs;
 using outcome = archive::restore_result::outcome;
+using shellctl::test::run;
 
 namespace {
 
-std::string run(const std::string& cmd) {
-  std::string out;
-  FILE* p = ::popen(cmd.c_str(), "r");
-  REQUIRE(p);
-  char buf[4096];
-  std::size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  REQUIRE(::pclose(p) == 0);
-  return out;
-}
-
-struct sandbox_dirs {
-  std::string dir;
-  sandbox_dirs() {
-    char tmpl[] = "/tmp/shellctl-restore-XXXXXX";
-    dir = ::mkdtemp(tmpl);
-    fs::make_dirs(dir + "/home", 0755);
-    fs::make_dirs(dir + "/src", 0755);
-  }
-  ~sandbox_dirs() {
-    ::umount2((dir + "/home").c_str(), MNT_DETACH);
-    std::system(("rm -rf '" + dir + "'").c_str());
-  }
-  std::string home() const { return dir + "/home"; }
-  std::string src() const { return dir + "/src"; }
-  // Nothing but home/ and src/ (and the archive files) beside them: nothing escaped.
+// The shared dirs, and what proves nothing escaped: nothing but home/ and src/ (and the
+// archive files) beside them.
+struct sandbox_dirs : shellctl::test::archive_dirs {
   std::string outside() const { return run("ls -A '" + dir + "' | grep -v -e '^home$' -e '^src$' -e '^a\\.' || true"); }
 };
 

@@ -15,37 +15,15 @@
 
 #include "io/archive/home_writer.hpp"
 #include "io/fs/files.hpp"
+#include "tests/unit/io/archive/archive_test_support.hpp"
 
 namespace archive = shellctl::io::archive;
 namespace fs = shellctl::io::fs;
+using shellctl::test::run;
 
 namespace {
 
-struct temp_home {
-  std::string dir;
-  temp_home() {
-    char tmpl[] = "/tmp/shellctl-save-XXXXXX";
-    dir = ::mkdtemp(tmpl);
-    fs::make_dirs(dir + "/home", 0755);
-  }
-  ~temp_home() { std::system(("rm -rf '" + dir + "'").c_str()); }
-  std::string home() const { return dir + "/home"; }
-  void file(const std::string& rel, const std::string& content, unsigned mode = 0644) {
-    fs::make_dirs(fs::parent_of(home() + "/" + rel), 0755);
-    fs::write_file(home() + "/" + rel, content, mode);
-  }
-};
-
-std::string run(const std::string& cmd) {
-  std::string out;
-  FILE* p = ::popen(cmd.c_str(), "r");
-  REQUIRE(p);
-  char buf[4096];
-  std::size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  REQUIRE(::pclose(p) == 0);
-  return out;
-}
+using temp_home = shellctl::test::archive_dirs;
 
 archive::save_result save(const std::string& home, const std::vector<std::string>& excludes,
                           std::string& bytes, std::size_t* chunks = nullptr) {
