@@ -23,6 +23,7 @@
 #include "io/http/server.hpp"
 #include "io/sandbox/landlock.hpp"
 #include "io/sandbox/namespaces.hpp"
+#include "io/tmux/pane_shell.hpp"
 
 namespace shellctl::actors {
 namespace {
@@ -71,9 +72,10 @@ void install_runner(const std::string& link) {
 
 // What jobs will run in, probed once so that an operator learns it at startup rather than
 // from every job failing with 125.
-std::string describe_sandbox(const io::config::serve_config& cfg) {
-  std::string ns_why;
-  const bool ns = cfg.namespaces && io::sandbox::namespaces_available(ns_why);
+std::string describe_sandbox(const io::config::serve_config& cfg,
+                             const io::sandbox::namespace_probe& probe) {
+  const std::string& ns_why = probe.why;
+  const bool ns = cfg.namespaces && probe.available;
   const int abi = io::sandbox::landlock_abi();
   std::string text;
   if (cfg.isolation) {
@@ -94,9 +96,8 @@ std::string describe_sandbox(const io::config::serve_config& cfg) {
   return text;
 }
 
-int serve(const io::config::serve_config& cfg) {
-  // Before any thread exists: the probe forks.
-  const std::string sandbox_text = describe_sandbox(cfg);
+int serve(const io::config::serve_config& cfg, const io::sandbox::namespace_probe& probe) {
+  const std::string sandbox_text = describe_sandbox(cfg, probe);
   job_settings js;
   js.state_dir = io::fs::absolute_clean(cfg.state_dir);
   js.runtime_dir = js.state_dir + "/runtime";  // D10: --state-dir moves it too
@@ -131,7 +132,8 @@ int serve(const io::config::serve_config& cfg) {
   db.reset();  // the store's thread is the only user from here on
   // Detached: its writes to the control client block while a stopped tmux server does not
   // read, and that must never hold a scheduler thread.
-  auto tmux = sys.spawn<caf::detached>(tmux_server, js.tmux_socket, cfg.tmux_env);
+  auto tmux = sys.spawn<caf::detached>(tmux_server, js.tmux_socket,
+                                       io::tmux::with_pane_shell(cfg.tmux_env));
   auto watcher = sys.spawn(fs_watcher);
   auto cleanup = sys.spawn<caf::detached>(cleanup_worker);
   auto registry = sys.spawn(job_registry, js, store, tmux, watcher, cleanup);

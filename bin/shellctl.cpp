@@ -8,6 +8,7 @@
 
 #include "actors/serve.hpp"
 #include "io/config/serve_config.hpp"
+#include "io/sandbox/namespaces.hpp"
 
 extern char** environ;
 
@@ -40,6 +41,13 @@ void scrub_token(int argc, char** argv, char** envp) {
 
 int main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);  // a vanished peer is an error return, not a death
+  // Probed first, before any thread exists (it forks) and while the process is still
+  // dumpable: a non-dumpable probe child cannot be mapped by a non-root server, though the
+  // runner's children can. This exposes nothing new: until the prctl below and the scrub,
+  // the token is readable in argv or environ anyway.
+  shellctl::io::sandbox::namespace_probe probe;
+  if (argc >= 2 && std::string_view(argv[1]) == "serve")
+    probe.available = shellctl::io::sandbox::namespaces_available(probe.why);
   // Not dumpable: processes of the same user can neither ptrace this one nor read its
   // memory or environment through /proc (the token lives in memory).
   ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
@@ -51,7 +59,7 @@ int main(int argc, char** argv) {
   scrub_token(argc, argv, envp);
   switch (result) {
     case parse_result::run:
-      return shellctl::actors::serve(cfg);
+      return shellctl::actors::serve(cfg, probe);
     case parse_result::exit_ok:
       std::fputs(message.c_str(), stderr);
       return 0;

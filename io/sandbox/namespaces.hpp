@@ -24,6 +24,15 @@ bool map_ids(pid_t child, uid_t uid, gid_t gid, std::string& err);
 
 // Whether this process can create the namespaces (forks a short-lived child that tries);
 // used once at startup to say so. On false `why` holds the kernel's reason.
+// Call it while the process is still dumpable: the child inherits a cleared dumpable
+// flag, its /proc files then belong to root, and a non-root caller could not write its
+// uid_map, so the probe would report a failure the runner (dumpable after exec) never has.
 bool namespaces_available(std::string& why);
+
+// The answer of namespaces_available(), taken before the server hardens itself.
+struct namespace_probe {
+  bool available = false;
+  std::string why;  // the kernel's reason when not available
+};
 
 }  // namespace shellctl::io::sandbox

@@ -57,7 +57,7 @@ class Server:
         env["PATH"] = BIN_DIR + os.pathsep + env.get("PATH", "/usr/bin:/bin")
         env.pop("XDG_DATA_HOME", None)
         env.update(self.extra_env)
-        return env
+        return {k: v for k, v in env.items() if v is not None}  # None: not set at all
 
     def command(self):
         cmd = [SHELLCTL, "serve", "--listen", f"127.0.0.1:{self.port}",

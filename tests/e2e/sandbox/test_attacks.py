@@ -553,6 +553,25 @@ class UnprivilegedServerTest(unittest.TestCase):
             self.assertFalse(os.path.exists(mk))
             with open(f"/proc/{s.pid}/stat") as f:
                 self.assertNotIn(f.read().rsplit(")", 1)[1].split()[0], ("T", "Z"))
+            # The startup probe must tell what the jobs then get: namespaces.
+            self.assertIn("own namespaces", s.read_stderr())
+            self.assertNotIn("cannot build the job sandbox", s.read_stderr())
+        finally:
+            s.close()
+
+    def test_a_service_account_without_a_login_shell(self):
+        # nobody's passwd shell is /usr/sbin/nologin and a service manager may not set
+        # SHELL: tmux would run every pane with nologin, and nothing could start.
+        if os.geteuid() != 0:
+            self.skipTest("needs root to switch to nobody")
+        nobody = (65534, 65534)
+        s = Server(user=nobody, env={"SHELL": None})
+        try:
+            res, out = s.run_to_completion("id -u; echo \"shell=$SHELL\"")
+            self.assertEqual(res["status"], "exited", out)
+            self.assertEqual(res["exit_code"], 0, out)
+            self.assertEqual(out, "65534\nshell=/bin/sh\n")
+            self.assertIn("own namespaces", s.read_stderr())
         finally:
             s.close()
 
