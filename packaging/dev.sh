@@ -12,7 +12,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 BUILD_DEPS=(meson ninja-build pkg-config g++ libcaf-dev libuv1-dev node-llhttp libsqlite3-dev
-  libsimdjson-dev libzstd-dev libarchive-dev libssl-dev doctest-dev libseccomp-dev libcap-dev)
+  libsimdjson-dev libzstd-dev libarchive-dev libssl-dev doctest-dev libseccomp-dev libcap-dev
+  libcurl4-openssl-dev)
 RUN_DEPS=(tmux zstd python3 sqlite3 util-linux procps passwd)
 TEST_DEPS=(clang libclang-rt-14-dev wrk nginx-light strace gdb)
 
