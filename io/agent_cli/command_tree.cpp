@@ -233,32 +233,36 @@ bool takes_next(const std::string& s, const command& c,
 
 }  // namespace
 
+// The first word of `args` that is neither a flag nor a flag's value, as cobra's
+// stripFlags sees it for command `c`; "" when there is none.
+static std::string first_word(const command& c, const std::vector<std::string>& args,
+                       const std::function<const flag_spec*(const std::string&)>& lf,
+                       const std::function<const flag_spec*(char)>& sf) {
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& s = args[i];
+    if (s == "--") break;
+    if (takes_next(s, c, lf, sf)) {
+      // cobra's quirk: with at most one word left after such a flag, the search ends.
+      if (args.size() - i <= 2) break;
+      ++i;
+      continue;
+    }
+    if (!s.empty() && s[0] != '-') return s;
+  }
+  return "";
+}
+
 const command* command::find(std::vector<std::string>& args) const {
   const command* c = this;
   for (;;) {
     auto lf = [c](const std::string& n) { return c->long_flag(n); };
     auto sf = [c](char ch) { return c->short_flag(ch); };
-    // The first word that is not a flag or a flag's value.
-    std::string next;
-    for (std::size_t i = 0; i < args.size(); ++i) {
-      const std::string& s = args[i];
-      if (s == "--") break;
-      if (takes_next(s, *c, lf, sf)) {
-        // cobra's quirk: with at most one word left after such a flag, the search ends.
-        if (args.size() - i <= 2) break;
-        ++i;
-        continue;
-      }
-      if (!s.empty() && s[0] != '-') {
-        next = s;
-        break;
-      }
-    }
-    if (next.empty()) return c;
+    const std::string next = first_word(*c, args, lf, sf);
+    if (next.empty()) break;
     const command* child = nullptr;
     for (const auto& k : c->children_)
       if (k->name() == next) child = k.get();
-    if (child == nullptr) return c;
+    if (child == nullptr) break;
     // Remove the first occurrence of the name that is not a flag's value.
     for (std::size_t i = 0; i < args.size(); ++i) {
       const std::string& s = args[i];
@@ -274,6 +278,15 @@ const command* command::find(std::vector<std::string>& args) const {
     }
     c = child;
   }
+  // cobra's legacy argument rule runs here, before any flag is parsed: only the root
+  // refuses a word that names no subcommand.
+  if (!c->parent_ && !c->children_.empty() && c->rule_ == arg_rule::arbitrary) {
+    auto lf = [c](const std::string& n) { return c->long_flag(n); };
+    auto sf = [c](char ch) { return c->short_flag(ch); };
+    const std::string word = first_word(*c, args, lf, sf);
+    if (!word.empty()) throw cli_error{"unknown command " + go_quote(word) + " for " + go_quote(c->path())};
+  }
+  return c;
 }
 
 // ---- flags (pflag) ------------------------------------------------------------------------
@@ -387,10 +400,7 @@ void command::check_args(const std::vector<std::string>& a) const {
   const int n = static_cast<int>(a.size());
   switch (rule_) {
     case arg_rule::arbitrary:
-      // cobra's legacy rule: only the root refuses a word that names no subcommand.
-      if (!parent_ && !children_.empty() && n > 0)
-        throw cli_error{"unknown command " + go_quote(a[0]) + " for " + go_quote(path())};
-      return;
+      return;  // the root's legacy rule was applied by find()
     case arg_rule::none:
       if (n > 0) throw cli_error{"unknown command " + go_quote(a[0]) + " for " + go_quote(path())};
       return;
