@@ -114,6 +114,15 @@ url_parts split_url(const std::string& raw) {
 
 }  // namespace
 
+bool go_url_parses(const std::string& url) {
+  try {
+    (void)split_url(url);
+    return true;
+  } catch (const cli_error&) {
+    return false;
+  }
+}
+
 bool has_environment() {
   return !getenv_string(url_var).empty() && !getenv_string(jwe_var).empty();
 }

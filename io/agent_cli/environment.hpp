@@ -17,6 +17,9 @@ bool has_environment();
 // Reads, trims and validates; throws cli_error with the spec's message.
 environment read_environment();
 
+// Whether Go's url.Parse accepts `url` (what http.NewRequest refuses a signed URL for).
+bool go_url_parses(const std::string& url);
+
 // `raw` validated and normalized; throws cli_error("<reason>") without the variable name.
 std::string parse_endpoint(const std::string& raw);
 

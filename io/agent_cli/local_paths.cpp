@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "io/agent_cli/command_tree.hpp"
+#include "io/agent_cli/http_transfer.hpp"
 
 namespace shellctl::io::agent_cli {
 
@@ -110,7 +111,7 @@ std::string read_input(const std::string& path_or_dash) {
         data.append(buf, static_cast<std::size_t>(n));
         continue;
       }
-      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && errno == EINTR && !cancelled()) continue;
       if (n < 0) throw cli_error{"read file: read /dev/stdin: " + go_errno_text(errno)};
       return data;
     }

@@ -170,8 +170,7 @@ std::string stub_client::ok(const std::string& method, const std::string& path,
 std::string stub_client::upload_file(const std::string& url, const std::string& path,
                                      const std::string& filename,
                                      const std::string& mimetype) const {
-  if (url.rfind("http://", 0) != 0 && url.rfind("https://", 0) != 0)
-    throw cli_error{"create upload request: invalid signed upload URL"};
+  if (!go_url_parses(url)) throw cli_error{"create upload request: invalid signed upload URL"};
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw cli_error{"open file: open " + path + ": " + std::strerror(errno)};
   struct stat st {};
