@@ -1487,19 +1487,20 @@ class ResourceAndSignalTest(CLITest):
         self.assertLess(usage.ru_maxrss * 1024, 64 * MiB, f"peak RSS {usage.ru_maxrss} KiB")
 
     def check_cancelled(self, proc, sig):
+        # A liveness bound, not a speed goal: the transfers here hang or crawl for minutes,
+        # and the shortest client timeout that could end them otherwise is 30 s.
         started = time.monotonic()
         proc.send_signal(sig)
         try:
-            proc.wait(timeout=5)
+            proc.wait(timeout=20)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-            self.fail(f"CLI did not stop within 5 s of signal {sig}")
+            self.fail(f"CLI did not stop within 20 s of signal {sig}")
         result = self.finish(proc, proc.returncode, time.monotonic() - started)
         self.assertEqual(result.rc, 1, result)
         self.assertTrue(result.err.startswith("dify-agent: ") and result.err.count("\n") == 1
                         and result.err.endswith("\n"), result)
-        self.assertLess(result.elapsed, 3.0, result)
         self.assertNoSecret(result)
         self.assertNotIn("/data/download/", result.err)
         return result
