@@ -38,7 +38,9 @@ std::string own_dir() {
   return exe.substr(0, exe.rfind('/'));
 }
 
-// A helper binary: next to our own executable first, then PATH (runtime.md §9.1).
+// A helper binary: next to our own executable first, then PATH (runtime.md §9.1), then the
+// libexec directory `meson install` puts the helpers in (compiled in), so an installed
+// server needs no PATH entry for them while a PATH entry still overrides them.
 std::string find_helper(const std::string& name, bool bare_fallback) {
   auto dir = own_dir();
   if (!dir.empty() && executable(dir + "/" + name)) return dir + "/" + name;
@@ -53,6 +55,8 @@ std::string find_helper(const std::string& name, bool bare_fallback) {
       i = j + 1;
     }
   }
+  const std::string installed = std::string(SHELLCTL_HELPER_DIR) + "/" + name;
+  if (executable(installed)) return installed;
   return bare_fallback ? name : std::string();
 }
 
