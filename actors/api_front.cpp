@@ -1,5 +1,6 @@
 #include "actors/api_front.hpp"
 
+#include "actors/api_openapi.hpp"
 #include "actors/api_views.hpp"
 
 namespace shellctl::actors {
@@ -16,6 +17,7 @@ front_verdict check_at_front(const io::http::request& req, const std::string& to
   if (m.id == route::healthz) return json_response(200, "{\"status\":\"ok\"}\n");
   if (!bearer_matches(req.find_header("authorization"), token))
     return error_response(401, "unauthorized", "Missing or invalid bearer token");
+  if (m.id == route::openapi) return json_response(200, openapi_document());
   return m;
 }
 

@@ -179,6 +179,7 @@ std::optional<double> parse_float(const std::optional<std::string>& s) {
 decoded_request decode(const io::http::request& req, const route_match& m) {
   switch (m.id) {
     case route::healthz:  // answered by the front; never decoded
+    case route::openapi:
     case route::snapshot_save:  // decoded by decode_snapshot_excludes, run by the gate
     case route::snapshot_restore:
       break;

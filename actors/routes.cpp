@@ -30,6 +30,24 @@ struct candidate {
 
 }  // namespace
 
+const std::vector<route_entry>& route_table() {
+  static const std::vector<route_entry> table = {
+      {route::healthz, "GET", "/healthz"},
+      {route::openapi, "GET", "/openapi.json"},
+      {route::run, "POST", "/v1/jobs/run"},
+      {route::list, "GET", "/v1/jobs"},
+      {route::status, "GET", "/v1/jobs/{job_id}"},
+      {route::remove, "DELETE", "/v1/jobs/{job_id}"},
+      {route::wait, "POST", "/v1/jobs/{job_id}/wait"},
+      {route::input, "POST", "/v1/jobs/{job_id}/input"},
+      {route::terminate, "POST", "/v1/jobs/{job_id}/terminate"},
+      {route::tail, "GET", "/v1/jobs/{job_id}/log/tail"},
+      {route::snapshot_save, "POST", "/v1/snapshot/save"},
+      {route::snapshot_restore, "POST", "/v1/snapshot/restore"},
+  };
+  return table;
+}
+
 route_match match_route(std::string_view method, std::string_view path) {
   // HEAD is served by GET routes, as Go's mux does.
   std::string_view m = method == "HEAD" ? std::string_view("GET") : method;
@@ -42,6 +60,8 @@ route_match match_route(std::string_view method, std::string_view path) {
   auto is = [&](size_t i, std::string_view s) { return segs.size() > i && segs[i] == s; };
   if (segs.size() == 1 && segs[0] == "healthz") {
     add("GET", route::healthz);
+  } else if (segs.size() == 1 && segs[0] == "openapi.json") {
+    add("GET", route::openapi);
   } else if (segs.size() == 3 && is(0, "v1") && is(1, "snapshot") && is(2, "save")) {
     add("POST", route::snapshot_save);
   } else if (segs.size() == 3 && is(0, "v1") && is(1, "snapshot") && is(2, "restore")) {

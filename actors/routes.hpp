@@ -4,13 +4,25 @@
 // not_found, a known path with the wrong method is 405 method_not_allowed.
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace shellctl::actors {
 
 enum class route {
   healthz, run, wait, tail, status, list, input, terminate, remove,
   snapshot_save, snapshot_restore,  // snapshot.md §3
+  openapi,                          // extensions.md §E7
 };
+
+// Every route once: its method and path pattern ({job_id} for the id segment). The
+// OpenAPI document is generated from this list, and a unit test checks that match_route
+// finds each entry, so neither can drift from the other.
+struct route_entry {
+  route id;
+  const char* method;
+  const char* pattern;
+};
+const std::vector<route_entry>& route_table();
 
 struct route_match {
   enum class kind { found, not_found, method_not_allowed } result = kind::not_found;

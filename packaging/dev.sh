@@ -47,6 +47,20 @@ build() {
   [ -x build/bin/shellctl ] || { echo "build failed" >&2; exit 1; }
 }
 
+# The OpenAPI validator the tests use (@apidevtools/swagger-parser), from npm into build/npm.
+install_npm_tools() {
+  [ -f build/npm/node_modules/@apidevtools/swagger-parser/package.json ] && return 0
+  command -v npm >/dev/null || install_missing nodejs npm
+  echo "installing the OpenAPI validator from npm (build/npm)"
+  mkdir -p build/npm
+  if ! (cd build/npm && npm install --no-audit --no-fund --silent --prefix . \
+          @apidevtools/swagger-parser@10.1.1) > build/npm/install.log 2>&1; then
+    tail -n 20 build/npm/install.log
+    echo "npm install failed (log: build/npm/install.log)" >&2
+    exit 1
+  fi
+}
+
 # The end-to-end suites, optionally under load. Every result is counted from meson's log.
 run_suites() {
   local name=$1
@@ -99,6 +113,7 @@ case "${1:-}" in
   test)
     install_missing "${BUILD_DEPS[@]}" "${RUN_DEPS[@]}" "${TEST_DEPS[@]}"
     build
+    install_npm_tools
     run_suites "all suites"
     # Stress mode: the end-to-end suites again with every core busy (bounded hogs, stopped
     # when the pass ends) and SIGHUP ignored, as under nohup: a flaky test is a bug.

@@ -39,6 +39,26 @@ TEST_CASE("routes of http-api.md §3") {
   }
 }
 
+TEST_CASE("the route table (OpenAPI's source) and the matcher agree, entry by entry") {
+  CHECK(route_table().size() == 12);
+  for (const auto& e : route_table()) {
+    std::string path = e.pattern;
+    const auto at = path.find("{job_id}");
+    if (at != std::string::npos) path.replace(at, 8, "0123456789abcdef");
+    CAPTURE(path);
+    const auto m = match_route(e.method, path);
+    CHECK(m.result == kind::found);
+    CHECK(m.id == e.id);
+    CHECK(m.job_id == (at != std::string::npos ? "0123456789abcdef" : ""));
+  }
+  // Every route of the enum is in the table exactly once.
+  for (int r = 0; r <= static_cast<int>(route::openapi); ++r) {
+    int n = 0;
+    for (const auto& e : route_table()) n += static_cast<int>(e.id) == r;
+    CHECK(n == 1);
+  }
+}
+
 TEST_CASE("segments are unescaped after splitting, like Go's ServeMux") {
   auto m = match_route("GET", "/v1/jobs/%61b%63");
   CHECK(m.result == kind::found);
