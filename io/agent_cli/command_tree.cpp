@@ -216,10 +216,9 @@ namespace {
 // Whether `s` is a flag that takes the next argument as its value, as cobra's stripFlags
 // judges it before the help flag exists: a long flag without '=' that is not boolean
 // (unknown ones included), or a lone short flag of the same kind.
-bool takes_next(const std::string& s, const command& c,
+bool takes_next(const std::string& s,
                 const std::function<const flag_spec*(const std::string&)>& lf,
                 const std::function<const flag_spec*(char)>& sf) {
-  (void)c;
   if (starts_with(s, "--") && s.find('=') == std::string::npos) {
     const auto* f = lf(s.substr(2));
     return !(f && f->kind == flag_kind::boolean);
@@ -234,14 +233,14 @@ bool takes_next(const std::string& s, const command& c,
 }  // namespace
 
 // The first word of `args` that is neither a flag nor a flag's value, as cobra's
-// stripFlags sees it for command `c`; "" when there is none.
-static std::string first_word(const command& c, const std::vector<std::string>& args,
-                       const std::function<const flag_spec*(const std::string&)>& lf,
-                       const std::function<const flag_spec*(char)>& sf) {
+// stripFlags sees it with the command's flags (lf, sf); "" when there is none.
+static std::string first_word(const std::vector<std::string>& args,
+                              const std::function<const flag_spec*(const std::string&)>& lf,
+                              const std::function<const flag_spec*(char)>& sf) {
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& s = args[i];
     if (s == "--") break;
-    if (takes_next(s, c, lf, sf)) {
+    if (takes_next(s, lf, sf)) {
       // cobra's quirk: with at most one word left after such a flag, the search ends.
       if (args.size() - i <= 2) break;
       ++i;
@@ -257,7 +256,7 @@ const command* command::find(std::vector<std::string>& args) const {
   for (;;) {
     auto lf = [c](const std::string& n) { return c->long_flag(n); };
     auto sf = [c](char ch) { return c->short_flag(ch); };
-    const std::string next = first_word(*c, args, lf, sf);
+    const std::string next = first_word(args, lf, sf);
     if (next.empty()) break;
     const command* child = nullptr;
     for (const auto& k : c->children_)
@@ -267,7 +266,7 @@ const command* command::find(std::vector<std::string>& args) const {
     for (std::size_t i = 0; i < args.size(); ++i) {
       const std::string& s = args[i];
       if (s == "--") break;
-      if (takes_next(s, *c, lf, sf)) {
+      if (takes_next(s, lf, sf)) {
         ++i;
         continue;
       }
@@ -283,7 +282,7 @@ const command* command::find(std::vector<std::string>& args) const {
   if (!c->parent_ && !c->children_.empty() && c->rule_ == arg_rule::arbitrary) {
     auto lf = [c](const std::string& n) { return c->long_flag(n); };
     auto sf = [c](char ch) { return c->short_flag(ch); };
-    const std::string word = first_word(*c, args, lf, sf);
+    const std::string word = first_word(args, lf, sf);
     if (!word.empty()) throw cli_error{"unknown command " + go_quote(word) + " for " + go_quote(c->path())};
   }
   return c;

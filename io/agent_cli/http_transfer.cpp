@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -13,9 +14,12 @@ namespace shellctl::io::agent_cli {
 
 namespace {
 
-volatile sig_atomic_t g_cancelled = 0;
+// Set by the signal handler, read by every transfer's thread (the pulls run four at a
+// time, home-snapshot runs two): a lock-free atomic is both signal- and thread-safe.
+std::atomic<bool> g_cancelled{false};
+static_assert(std::atomic<bool>::is_always_lock_free, "the signal handler needs a lock-free flag");
 
-void on_signal(int) { g_cancelled = 1; }
+void on_signal(int) { g_cancelled.store(true, std::memory_order_relaxed); }
 
 struct exchange {
   CURL* handle = nullptr;
@@ -67,7 +71,7 @@ std::string mib(curl_off_t n) {
 
 int on_progress(void* user, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
                 curl_off_t ulnow) {
-  if (g_cancelled) return 1;  // CURLE_ABORTED_BY_CALLBACK
+  if (cancelled()) return 1;  // CURLE_ABORTED_BY_CALLBACK
   auto* x = static_cast<exchange*>(user);
   if (!x->progress) return 0;
   const curl_off_t now = ulnow > 0 ? ulnow : dlnow;
@@ -95,13 +99,13 @@ void cancel_on_signals() {
   ::sigaction(SIGTERM, &sa, nullptr);
 }
 
-bool cancelled() { return g_cancelled != 0; }
+bool cancelled() { return g_cancelled.load(std::memory_order_relaxed); }
 
 http_response perform(const http_request& req) {
   static const bool initialized = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK;
   http_response res;
   if (!initialized) return res;
-  if (g_cancelled) {
+  if (cancelled()) {
     res.outcome = transfer_outcome::cancelled;
     return res;
   }
@@ -157,7 +161,7 @@ http_response perform(const http_request& req) {
     res.outcome = transfer_outcome::sink_failed;
   } else if (x.source_failed) {
     res.outcome = transfer_outcome::source_failed;
-  } else if (g_cancelled || rc == CURLE_ABORTED_BY_CALLBACK) {
+  } else if (cancelled() || rc == CURLE_ABORTED_BY_CALLBACK) {
     res.outcome = transfer_outcome::cancelled;
   } else if (rc == CURLE_OPERATION_TIMEDOUT) {
     res.outcome = transfer_outcome::timed_out;

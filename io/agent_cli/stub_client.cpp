@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <map>
 #include <random>
 
 #include "io/agent_cli/command_tree.hpp"
