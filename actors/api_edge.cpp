@@ -43,7 +43,11 @@ milliseconds answer_bound(const Request&) {
   return margin;
 }
 
-io::http::response encode(const job_result& r) { return json_response(200, job_result_json(r)); }
+io::http::response encode(const job_result& r) {
+  auto resp = json_response(200, job_result_json(r));
+  resp.log_job_id = r.row.job_id;  // a run's new job is named in the request log
+  return resp;
+}
 io::http::response encode(const job_status_view& v) { return json_response(200, job_status_json(v)); }
 io::http::response encode(const job_list& l) { return json_response(200, job_list_json(l)); }
 io::http::response encode(const job_deleted& d) { return json_response(200, job_deleted_json(d)); }

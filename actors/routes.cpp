@@ -48,6 +48,12 @@ const std::vector<route_entry>& route_table() {
   return table;
 }
 
+const char* route_pattern(route r) {
+  for (const auto& e : route_table())
+    if (e.id == r) return e.pattern;
+  return "-";
+}
+
 route_match match_route(std::string_view method, std::string_view path) {
   // HEAD is served by GET routes, as Go's mux does.
   std::string_view m = method == "HEAD" ? std::string_view("GET") : method;

@@ -24,6 +24,9 @@ struct route_entry {
 };
 const std::vector<route_entry>& route_table();
 
+// The path pattern of a route, as the table has it (the access log's "route").
+const char* route_pattern(route r);
+
 struct route_match {
   enum class kind { found, not_found, method_not_allowed } result = kind::not_found;
   route id = route::healthz;

@@ -182,6 +182,16 @@ int serve(const io::config::serve_config& cfg, const io::sandbox::namespace_prob
   http_cfg.port = cfg.listen_port;
   http_cfg.max_connections = cfg.max_connections;
   http_cfg.max_buffered_bytes = cfg.max_buffered_bytes;
+  if (cfg.log_level <= 1) {
+    const bool json = cfg.log_format == "json" || (cfg.log_format.empty() && ::isatty(STDERR_FILENO) != 1);
+    http_cfg.access_log = json ? io::http::log_format::json : io::http::log_format::text;
+  }
+  http_cfg.describe = [](const io::http::request& req, std::string& pattern, std::string& job) {
+    const auto m = match_route(req.method, req.path);
+    if (m.result != route_match::kind::found) return;
+    pattern = route_pattern(m.id);
+    job = m.job_id;
+  };
   // The route and the token are decided once per request, on the loop thread: on the head
   // when a body follows (G5: a peer without the token, or asking for no route, is answered
   // before its body is read), else on the complete request.

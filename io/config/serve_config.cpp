@@ -19,6 +19,10 @@ const char* usage_text =
     "Usage: shellctl serve [flags]\n"
     "  -listen string\n"
     "    \taddress to listen on (default \"127.0.0.1:8765\")\n"
+    "  -log-format string\n"
+    "    \trequest log on stderr: text or json (default: text on a terminal, json otherwise)\n"
+    "  -log-level string\n"
+    "    \tdebug, info, warn or error; answered requests are logged at info (default \"info\")\n"
     "  -require-auth-token\n"
     "    \trefuse to start without a non-blank auth token\n"
     "  -state-dir string\n"
@@ -179,7 +183,8 @@ parse_result parse_serve(int argc, char** argv, char** envp, serve_config& out,
       }
       continue;
     }
-    if (name != "listen" && name != "state-dir" && name != "token") {
+    if (name != "listen" && name != "state-dir" && name != "token" && name != "log-format" &&
+        name != "log-level") {
       message = "flag provided but not defined: -" + name + "\n" + usage_text;
       return parse_result::exit_usage_error;
     }
@@ -190,6 +195,26 @@ parse_result parse_serve(int argc, char** argv, char** envp, serve_config& out,
     if (name == "listen") listen = value;
     if (name == "state-dir") state_dir = value;
     if (name == "token") token = value;
+    if (name == "log-format") {
+      if (*value != "text" && *value != "json") {
+        message = "invalid value \"" + *value + "\" for flag -log-format: want text or json\n" +
+                  usage_text;
+        return parse_result::exit_usage_error;
+      }
+      out.log_format = *value;
+    }
+    if (name == "log-level") {
+      static const char* levels[] = {"debug", "info", "warn", "error"};
+      int found = -1;
+      for (int i = 0; i < 4; ++i)
+        if (*value == levels[i]) found = i;
+      if (found < 0) {
+        message = "invalid value \"" + *value +
+                  "\" for flag -log-level: want debug, info, warn or error\n" + usage_text;
+        return parse_result::exit_usage_error;
+      }
+      out.log_level = found;
+    }
   }
 
   if (!parse_listen(listen.value_or("127.0.0.1:8765"), out, message))

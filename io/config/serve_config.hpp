@@ -32,6 +32,10 @@ struct serve_config {
   // The environment the tmux server starts with (decision D10): ours minus TMUX* and
   // SHELLCTL_*.
   std::vector<std::string> tmux_env;
+  // --log-format text|json (unset: text when stderr is a terminal, json otherwise) and
+  // --log-level debug|info|warn|error: answered requests are logged at info.
+  std::string log_format;  // "", "text" or "json"
+  int log_level = 1;       // 0 debug, 1 info, 2 warn, 3 error
 };
 
 // exit_ok prints `message` on stderr (usage, as Go's flag package does); print_version on

@@ -43,6 +43,9 @@ struct slot {
   bool close_after = false;  // answer is a front error: close after it
   bool aborted = false;
   std::size_t reserved = 0;  // request bytes counted against the buffer budget until answered
+  // For the answer's X-Request-Id and the access log (access_log.hpp); loop thread only.
+  std::string request_id, method = "-", route = "-", job_id;
+  std::uint64_t started_ns = 0;  // uv_hrtime() when the request was dispatched
   response resp;  // ready: the answer; streaming: the head until written
   // Streaming state.
   bool head_written = false;

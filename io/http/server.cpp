@@ -15,6 +15,8 @@
 #include <uv.h>
 
 #include <atomic>
+#include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <deque>
@@ -24,6 +26,7 @@
 #include <utility>
 
 #include <netdb.h>
+#include <unistd.h>
 #include <sys/socket.h>
 
 #include "io/http/bridge.hpp"
@@ -85,6 +88,7 @@ struct server::impl {
   std::time_t date_time = 0;
   std::string date;
   std::uint64_t last_accept_log = 0;
+  std::string access_buf;  // access-log lines of this loop turn, written by settle()
 
   impl(server_config c, request_handler h) : cfg(std::move(c)), handler(std::move(h)) {
     if (int rc = uv_loop_init(&loop); rc != 0)
@@ -136,8 +140,46 @@ struct server::impl {
       }
       break;
     }
+    write_access_log();
     --depth;
     maybe_finish_shutdown();
+  }
+
+  // The turn's access-log lines in one write. stderr is the operator's (a terminal, a
+  // journal, a pipe a collector drains): a blocking write of a few lines per turn.
+  void write_access_log() {
+    std::size_t off = 0;
+    while (off < access_buf.size()) {
+      const ssize_t n = ::write(STDERR_FILENO, access_buf.data() + off, access_buf.size() - off);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;  // stderr gone: the lines are dropped, the answers are not
+      off += static_cast<std::size_t>(n);
+    }
+    access_buf.clear();
+  }
+
+  // The request id (the client's, if acceptable, else a new one), method, route and job
+  // id of a slot's request; `req` is null for a request that never parsed.
+  void tag(slot& sl, const request* req) {
+    sl.started_ns = uv_hrtime();
+    if (req == nullptr) {
+      sl.request_id = new_request_id();
+      return;
+    }
+    const std::string* given = req->find_header("x-request-id");
+    sl.request_id = given && acceptable_request_id(*given) ? *given : new_request_id();
+    sl.method = req->method;
+    if (cfg.describe) cfg.describe(*req, sl.route, sl.job_id);
+  }
+
+  void log_answer(slot* sl, int status) {
+    if (sl->request_id.empty()) sl->request_id = new_request_id();
+    if (cfg.access_log == log_format::off) return;
+    access_entry e{sl->request_id, sl->method, sl->route, sl->job_id, status,
+                   sl->started_ns ? (uv_hrtime() - sl->started_ns) / 1000 : 0};
+    const auto now = std::chrono::system_clock::now().time_since_epoch();
+    append_access_line(access_buf, cfg.access_log, e,
+                       std::chrono::duration_cast<std::chrono::microseconds>(now).count());
   }
 
   // ---- listening ---------------------------------------------------------------------------
@@ -381,7 +423,7 @@ struct server::impl {
         early.reset();  // the handler will see the request and answer it
       }
       if (early) {
-        queue_answer_and_close(c, std::move(*early));
+        queue_answer_and_close(c, std::move(*early), &c->parser.head());
         return false;
       }
     }
@@ -428,6 +470,7 @@ struct server::impl {
       c->stop_reading = true;
       stop_read(c);
     }
+    tag(*sl, &req);
     c->pending.push_back(sl);
     responder resp(std::make_shared<connection_bridge>(hub, sl));
     try {
@@ -519,8 +562,9 @@ struct server::impl {
     queue_answer_and_close(c, std::move(r));
   }
 
-  void queue_answer_and_close(connection* c, response r) {
+  void queue_answer_and_close(connection* c, response r, const request* req = nullptr) {
     auto sl = std::make_shared<slot>();
+    tag(*sl, req);
     sl->conn = c;
     sl->keep_alive = false;
     sl->close_after = true;
@@ -716,6 +760,9 @@ struct server::impl {
   void write_response(connection* c, slot* sl, bool closes) {
     out_batch& b = batch(c);
     response& r = sl->resp;
+    if (sl->job_id.empty()) sl->job_id = r.log_job_id;
+    log_answer(sl, r.status);
+    r.headers.push_back({"X-Request-Id", sl->request_id});
     std::size_t start = b.inline_buf.size();
     wire::append_response_head(b.inline_buf, r, date_value(), closes, sl->http_1_0);
     b.note_inline(start);
@@ -725,6 +772,8 @@ struct server::impl {
 
   void write_stream_head(connection* c, slot* sl, bool closes) {
     out_batch& b = batch(c);
+    log_answer(sl, sl->resp.status);
+    sl->resp.headers.push_back({"X-Request-Id", sl->request_id});
     std::size_t start = b.inline_buf.size();
     wire::append_stream_head(b.inline_buf, sl->resp, date_value(), closes, sl->http_1_0);
     b.note_inline(start);

@@ -26,6 +26,8 @@
 #include <string_view>
 #include <vector>
 
+#include "io/http/access_log.hpp"
+
 namespace shellctl::io::http {
 
 struct header {
@@ -54,6 +56,9 @@ struct request {
 struct response {
   int status = 200;
   std::vector<header> headers;  // Content-Length/Date/Connection are added by the server
+  // Not sent: the job the answer is about, for the request log when the path names none
+  // (a run's new job).
+  std::string log_job_id;
   std::string body;
 };
 
@@ -128,6 +133,11 @@ struct server_config {
   std::chrono::milliseconds request_timeout{60000};  // headers+body must arrive within
   std::chrono::milliseconds shutdown_grace{5000};
   bool handle_signals = true;  // SIGINT/SIGTERM start the graceful shutdown
+  // One access-log line per answer on stderr (access_log.hpp), written in one batch per
+  // loop turn. `describe` names a request's route pattern and job id for it (loop thread;
+  // must not block); without it the route is "-".
+  log_format access_log = log_format::off;
+  std::function<void(const request&, std::string& route, std::string& job_id)> describe;
 };
 
 class server {
