@@ -1,5 +1,7 @@
 #include "actors/job_actor.hpp"
 
+#include <sys/random.h>
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -548,6 +550,19 @@ bool retry_start(self_ptr self) {
   return true;
 }
 
+// 16 hex digits from the kernel's generator (empty if it gives none: no handshake then).
+std::string random_nonce() {
+  unsigned char b[8];
+  if (::getrandom(b, sizeof b, GRND_NONBLOCK) != static_cast<ssize_t>(sizeof b)) return "";
+  static const char hex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : b) {
+    out += hex[c >> 4];
+    out += hex[c & 15];
+  }
+  return out;
+}
+
 void start_session(self_ptr self) {
   auto& st = self->state;
   auto& r = st.row;
@@ -557,12 +572,18 @@ void start_session(self_ptr self) {
                                 st.cfg.runner_policy_env,
                                 io::text::sh_join({st.cfg.runner_link, st.dir, r.job_id, r.cwd,
                                                    std::string(io::store::mode_text(r.mode))})};
+  // PTY: the runner ends with a marker the sanitizer acknowledges (.pipe-end) before it
+  // exits, because tmux drops a dead pane's unwritten pipe buffer. A fresh nonce per start
+  // keeps a script from faking it; the runner removes SHELLCTL_* before the job runs.
+  const std::string nonce = is_pty(self) ? random_nonce() : std::string();
+  if (!nonce.empty()) session.env.emplace_back("SHELLCTL_PIPE_END", nonce);
   // PTY: session and pipe in one round trip. The runner cannot print before the gate,
   // so nothing is lost between the two commands.
   std::vector<std::string> lines = {io::tmux::new_session_line(session)};
   if (is_pty(self)) {
+    dir(self).forget(files::pipe_end);
     io::tmux::pipe_settings pipe{st.cfg.sanitizer, st.cfg.runner_exit, st.cfg.state_dir,
-                                 r.job_id, st.cfg.sqlite_busy_timeout_ms};
+                                 r.job_id, st.cfg.sqlite_busy_timeout_ms, nonce};
     auto program = io::tmux::pipe_program(dir(self), st.output_abs, pipe);
     for (auto& l : io::tmux::attach_pipe_lines(pane(self), program)) lines.push_back(l);
     st.pipe_attached = true;  // from here on a sanitizer may be writing the log

@@ -20,7 +20,10 @@ constexpr const char* kProg = "shellctl-sanitize-pty";
 
 void usage(FILE* f) {
   std::fprintf(f,
-               "Usage of %s:\n  -ready-file string\n    \tfile created before reading stdin\n"
+               "Usage of %s:\n"
+               "  -end-file string\n    \tfile created once the end marker has been read\n"
+               "  -end-marker string\n    \tnonce of the runner's end marker (ESC ] shellctl-end;NONCE BEL)\n"
+               "  -ready-file string\n    \tfile created before reading stdin\n"
                "  -version\n    \tprint the version\n"
                "\nRun by tmux pipe-pane for every PTY job of shellctl serve: turns terminal output\n"
                "(stdin) into plain UTF-8 lines (stdout). Exit 0 at EOF, 1 on an I/O error.\n"
@@ -36,7 +39,7 @@ int fail(const std::string& what, int err) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string ready_file;
+  std::string ready_file, end_file, end_nonce;
   bool have_ready = false;
   // Go flag syntax (io/text/go_flags.hpp).
   shellctl::io::text::go_flag_reader flags(argc, argv, 1);
@@ -58,7 +61,7 @@ int main(int argc, char** argv) {
       std::printf("%s %s\n", kProg, SHELLCTL_VERSION);
       return 0;
     }
-    if (name != "ready-file") {
+    if (name != "ready-file" && name != "end-file" && name != "end-marker") {
       std::fprintf(stderr, "flag provided but not defined: -%.*s\n", static_cast<int>(name.size()),
                    name.data());
       usage(stderr);
@@ -70,8 +73,14 @@ int main(int argc, char** argv) {
       usage(stderr);
       return 2;
     }
-    ready_file = *f.value;
-    have_ready = true;
+    if (name == "ready-file") {
+      ready_file = *f.value;
+      have_ready = true;
+    } else if (name == "end-file") {
+      end_file = *f.value;
+    } else {
+      end_nonce = *f.value;
+    }
   }
 
   // A closed reader must surface as a write error (exit 1), not kill us silently.
@@ -86,6 +95,13 @@ int main(int argc, char** argv) {
   shellctl::io::pty::sanitizer s;
   std::string buf(64 * 1024, '\0');
   std::string out;
+  // The runner's end marker (an OSC sequence, which the sanitizer strips anyway): once it is
+  // read, everything the job printed before it has reached us, and the runner may exit.
+  // tmux frees a dead pane's pipe buffer unwritten, so a runner that exits at once can
+  // lose the job's last output; this handshake closes that window.
+  const std::string marker = end_nonce.empty() ? "" : "\x1b]shellctl-end;" + end_nonce + "\x07";
+  std::string tail;  // the end of the previous chunk, for a marker split across reads
+  bool marker_seen = marker.empty() || end_file.empty();
   for (;;) {
     const ssize_t r = ::read(STDIN_FILENO, buf.data(), buf.size());
     if (r < 0) {
@@ -100,6 +116,16 @@ int main(int argc, char** argv) {
     }
     if (!out.empty() && !shellctl::io::fs::write_all(STDOUT_FILENO, out.data(), out.size()))
       return fail("write /dev/stdout", errno);
+    if (!marker_seen && r > 0) {
+      tail.append(buf.data(), static_cast<std::size_t>(r));
+      if (tail.find(marker) != std::string::npos) {
+        marker_seen = true;
+        const int fd = ::open(end_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (fd >= 0) ::close(fd);
+      } else if (tail.size() >= marker.size()) {
+        tail.erase(0, tail.size() - (marker.size() - 1));
+      }
+    }
     if (r == 0) return 0;
   }
 }

@@ -17,6 +17,7 @@ inline constexpr const char* start_gate = "start-gate";       // the server lets
 inline constexpr const char* pipe_ready = ".pipe-ready";      // the sanitizer is reading
 inline constexpr const char* pipe_drained = ".pipe-drained";  // it read everything
 inline constexpr const char* pipe_failed = ".pipe-failed";    // it stopped with an error
+inline constexpr const char* pipe_end = ".pipe-end";          // it read the runner's end marker
 inline constexpr const char* pipe_errors = "pipe-error.log";
 inline constexpr const char* exit_code = "runner-exit-code";
 inline constexpr const char* ended_at = "runner-ended-at";

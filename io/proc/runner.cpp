@@ -682,6 +682,25 @@ bool wait_for_start_gate(const std::string& job_dir, std::string& err) {
   }
 }
 
+// PTY jobs: the job's last output must reach output.log before the pane closes. tmux frees
+// a dead pane's pipe buffer without writing it, so a runner that exits at once can lose
+// what the job printed last. The runner prints an end marker (an OSC sequence the
+// sanitizer strips) and waits until the sanitizer says it read it (.pipe-end): everything
+// before the marker has then arrived. Bounded: a pipe that is gone costs at most 10 s.
+static void await_pipe_end(const std::string& job_dir) {
+  const char* nonce = std::getenv("SHELLCTL_PIPE_END");
+  if (nonce == nullptr || *nonce == '\0') return;  // started without the handshake
+  const std::string marker = std::string("\x1b]shellctl-end;") + nonce + "\x07";
+  if (!io::fs::write_all(STDOUT_FILENO, marker.data(), marker.size())) return;
+  const std::string end = join_path(job_dir, io::fs::job_files::pipe_end);
+  for (int waited_ms = 0; waited_ms < 10000; waited_ms += 2) {
+    if (::access(end.c_str(), F_OK) == 0) return;
+    ::usleep(2000);
+  }
+  // Nothing is printed: the pane is the job's output, and a note there could still reach
+  // output.log after the marker.
+}
+
 int run_parent(const parent_options& opts) {
   // Whatever tmux (or whoever started us) ignored or blocked, the job gets the defaults,
   // and the signals forwarded below reach our signalfd (an ignored one never would).
@@ -704,6 +723,7 @@ int run_parent(const parent_options& opts) {
     if (!io::fs::write_file_atomic(join_path(opts.job_dir, name), value + "\n", 0644, err))
       diag(std::string("write ") + name, err);
   }
+  if (opts.mode == job_mode::pty) await_pipe_end(opts.job_dir);
   return code;
 }
 

@@ -27,7 +27,10 @@ std::string pipe_program(const fs::job_dir& dir, const std::string& output_log,
   namespace f = fs::job_files;
   auto q = [&](const char* name) { return sh_quote(dir.file(name)); };
   std::string s;
-  s += sh_quote(st.sanitizer) + " '--ready-file' " + q(f::pipe_ready) + " >> " +
+  s += sh_quote(st.sanitizer) + " '--ready-file' " + q(f::pipe_ready);
+  if (!st.end_nonce.empty())
+    s += " '--end-marker' " + sh_quote(st.end_nonce) + " '--end-file' " + q(f::pipe_end);
+  s += " >> " +
        sh_quote(output_log) + " 2> " + q(f::pipe_errors) + "; s=$?; ";
   s += "if [ $s -eq 0 ]; then : > " + q(f::pipe_drained) + "; ";
   s += "if [ -s " + q(f::exit_code) + " ] && [ -s " + q(f::ended_at) + " ]; then ";

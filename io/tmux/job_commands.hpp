@@ -31,6 +31,7 @@ struct pipe_settings {
   std::string state_dir;
   std::string job_id;
   int sqlite_busy_timeout_ms = 5000;
+  std::string end_nonce;    // the runner's end marker (empty: no handshake)
 };
 // The sh program pipe-pane runs (runtime.md §3.3): sanitize into output.log, then mark the
 // pipe drained/failed and record the exit through shellctl-runner-exit.

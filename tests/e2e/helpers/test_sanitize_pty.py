@@ -71,6 +71,35 @@ class Sanitizer(unittest.TestCase):
         self.assertEqual(r.returncode, 0)
         self.assertEqual(r.stdout, b"progress 100%\n" * (len(data) // len(line)))
 
+    def test_end_marker_is_acknowledged_once_read_and_never_printed(self):
+        # The runner's handshake: the end file appears only after the marker has been read
+        # (so everything before it was), even with the marker split across reads; a marker
+        # with another nonce is not it.
+        end = os.path.join(self.tmp, "end")
+        nonce = "0f1e2d3c4b5a6978"
+        p = subprocess.Popen([SANITIZE, "--end-marker", nonce, "--end-file", end],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        p.stdin.write(b"last words\n\x1b]shellctl-end;ffffffffffffffff\x07")
+        p.stdin.flush()
+        marker = f"\x1b]shellctl-end;{nonce}\x07".encode()
+        for i in range(len(marker)):
+            time.sleep(0.02)
+            self.assertFalse(os.path.exists(end), i)
+            p.stdin.write(marker[i:i + 1])
+            p.stdin.flush()
+        deadline = time.monotonic() + HANG_GUARD
+        while not os.path.exists(end) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        self.assertTrue(os.path.exists(end))
+        out, _ = p.communicate(b"after\n", timeout=HANG_GUARD)
+        self.assertEqual((p.returncode, out), (0, b"last words\nafter\n"))
+
+    def test_no_end_file_without_the_marker_flags(self):
+        end = os.path.join(self.tmp, "end")
+        r = sanitize(b"x\x1b]shellctl-end;abc\x07\n", ["--end-file", end])
+        self.assertEqual((r.returncode, r.stdout), (0, b"x\n"))
+        self.assertFalse(os.path.exists(end))
+
     def test_ready_file_is_created_and_truncated_before_reading(self):
         ready = os.path.join(self.tmp, ".pipe-ready")
         with open(ready, "w") as f:

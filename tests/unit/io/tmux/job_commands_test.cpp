@@ -96,8 +96,14 @@ TEST_CASE("session, pipe, query, input, ^C and kill: accepted by tmux and read b
 
 TEST_CASE("pipe program: every path quoted, markers and runner-exit as runtime.md §3.3") {
   shellctl::io::fs::job_dir dir("/s/jobs/it's");
-  tmux::pipe_settings p{"/bin/sanitize", "/bin/runner exit", "/s", "it's", 250};
+  tmux::pipe_settings p{"/bin/sanitize", "/bin/runner exit", "/s", "it's", 250, ""};
   auto prog = tmux::pipe_program(dir, "/s/jobs/it's/output.log", p);
+  // With the runner's end marker, the sanitizer learns its nonce and where to acknowledge it.
+  tmux::pipe_settings with_end = p;
+  with_end.end_nonce = "0123abcd";
+  CHECK(tmux::pipe_program(dir, "/s/jobs/it's/output.log", with_end)
+            .find("'/bin/sanitize' '--ready-file' '/s/jobs/it'\\''s/.pipe-ready' '--end-marker' "
+                  "'0123abcd' '--end-file' '/s/jobs/it'\\''s/.pipe-end' >> ") == 0);
   CHECK(prog.find("'/bin/sanitize' '--ready-file' '/s/jobs/it'\\''s/.pipe-ready' >> "
                   "'/s/jobs/it'\\''s/output.log'") == 0);
   CHECK(prog.find(": > '/s/jobs/it'\\''s/.pipe-drained'") != std::string::npos);
