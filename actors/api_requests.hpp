@@ -11,6 +11,8 @@
 #include "actors/routes.hpp"
 #include "io/http/server.hpp"
 
+#include "io/text/go_quote.hpp"
+
 namespace shellctl::actors {
 
 using decoded_request =
@@ -25,7 +27,7 @@ decoded_request decode_request(const io::http::request& req, const route_match& 
 std::variant<job_error_view, std::vector<std::string>> decode_snapshot_excludes(
     const std::string& body);
 
-// Go's %q quoting, used in validation messages the original words that way.
-std::string go_quote(std::string_view s);
+// Go's %q quoting (io/text/go_quote), used in validation messages the original words that way.
+using io::text::go_quote;
 
 }  // namespace shellctl::actors

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "io/text/go_quote.hpp"
+
 namespace shellctl::io::agent_cli {
 
 // Any failure a command reports: printed as `dify-agent: <message>`, exit 1.
@@ -17,8 +19,7 @@ struct cli_error {
   std::string message;
 };
 
-// Go's %q of a string: quotes, backslash escapes for quotes, backslashes and control bytes.
-std::string go_quote(const std::string& s);
+using io::text::go_quote;  // Go's %q, for the original's messages
 
 enum class flag_kind { boolean, string, integer, string_array };
 

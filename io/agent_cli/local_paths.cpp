@@ -17,11 +17,6 @@
 
 namespace shellctl::io::agent_cli {
 
-std::string go_errno_text(int e) {
-  std::string s = std::strerror(e);
-  if (!s.empty()) s[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(s[0])));
-  return s;
-}
 
 std::string clean_path(const std::string& p) {
   if (p.empty()) return ".";

@@ -4,9 +4,11 @@
 // file that appears under its final name only when complete.
 #include <string>
 
+#include "io/text/go_quote.hpp"
+
 namespace shellctl::io::agent_cli {
 
-std::string go_errno_text(int e);                    // Go's lower-case syscall error text
+using text::go_errno_text;  // Go's lower-case syscall error text
 std::string clean_path(const std::string& p);        // filepath.Clean
 std::string current_dir();
 std::string absolute_path(const std::string& p);     // filepath.Abs

@@ -17,33 +17,15 @@
 #include <vector>
 
 #include "io/archive/beneath.hpp"
+#include "io/text/go_quote.hpp"
 
 namespace shellctl::io::archive {
 
+using text::go_quote;
+
 namespace {
 
-std::string go_errno(int e) {
-  std::string s = std::strerror(e);
-  if (!s.empty()) s[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(s[0])));
-  return s;
-}
 
-std::string go_quote(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20 || c == 0x7f) {
-      char b[8];
-      std::snprintf(b, sizeof b, "\\x%02x", c);
-      out += b;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out + "\"";
-}
 
 // ---- the writer: tar headers (USTAR, PAX where needed) into a zstd stream --------------------
 
@@ -214,7 +196,7 @@ void walk(tar_zstd_out& out, const std::string& home, const std::string& rel,
           const std::set<std::string>& ex, std::vector<char>& buf) {
   const std::string dir = rel.empty() ? home : home + "/" + rel;
   DIR* d = ::opendir(dir.c_str());
-  if (!d) throw walk_error{"open " + dir + ": " + go_errno(errno)};
+  if (!d) throw walk_error{"open " + dir + ": " + text::go_errno_text(errno)};
   std::vector<std::string> names;
   errno = 0;
   while (auto* e = ::readdir(d)) {
@@ -228,7 +210,7 @@ void walk(tar_zstd_out& out, const std::string& home, const std::string& rel,
     if (excluded(r, ex)) continue;
     const std::string p = home + "/" + r;
     struct stat st {};
-    if (::lstat(p.c_str(), &st) != 0) throw walk_error{"lstat " + p + ": " + go_errno(errno)};
+    if (::lstat(p.c_str(), &st) != 0) throw walk_error{"lstat " + p + ": " + text::go_errno_text(errno)};
     // Go rounds the modification time to the nearest second for a USTAR header.
     const long long mtime = static_cast<long long>(st.st_mtim.tv_sec) + (st.st_mtim.tv_nsec >= 500000000 ? 1 : 0);
     if (S_ISDIR(st.st_mode)) {
@@ -237,12 +219,12 @@ void walk(tar_zstd_out& out, const std::string& home, const std::string& rel,
     } else if (S_ISLNK(st.st_mode)) {
       std::vector<char> t(static_cast<std::size_t>(st.st_size > 0 ? st.st_size : 255) + 1);
       const ssize_t len = ::readlink(p.c_str(), t.data(), t.size());
-      if (len < 0) throw walk_error{"readlink " + p + ": " + go_errno(errno)};
+      if (len < 0) throw walk_error{"readlink " + p + ": " + text::go_errno_text(errno)};
       const std::string target = relocate(home, r, std::string(t.data(), static_cast<std::size_t>(len)), ex);
       if (!out.header(r, '2', 0777, 0, mtime, target)) throw walk_error{"stopped"};
     } else if (S_ISREG(st.st_mode)) {
       const int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-      if (fd < 0) throw walk_error{"open " + p + ": " + go_errno(errno)};
+      if (fd < 0) throw walk_error{"open " + p + ": " + text::go_errno_text(errno)};
       const std::uint64_t size = static_cast<std::uint64_t>(st.st_size);
       if (!out.header(r, '0', st.st_mode, size, mtime, "")) {
         ::close(fd);
@@ -256,7 +238,7 @@ void walk(tar_zstd_out& out, const std::string& home, const std::string& rel,
           const int e = errno;
           ::close(fd);
           // A file that shrank while being read cannot fill its header's size.
-          throw walk_error{n < 0 ? "read " + p + ": " + go_errno(e) : "archive/tar: missed writing " +
+          throw walk_error{n < 0 ? "read " + p + ": " + text::go_errno_text(e) : "archive/tar: missed writing " +
                                                                       std::to_string(size - done) + " bytes"};
         }
         if (!out.write(buf.data(), static_cast<std::size_t>(n))) {
@@ -389,7 +371,7 @@ std::string extract_agent_home(const std::string& home,
     return z.error().empty() ? std::string("read tar archive: ") + archive_error_string(a.get())
                              : "read tar archive: " + z.error();
   const int root = ::open(home.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
-  if (root < 0) return "open " + home + ": " + go_errno(errno);
+  if (root < 0) return "open " + home + ": " + text::go_errno_text(errno);
   struct dir_mode {
     std::string rel;
     mode_t mode;
@@ -417,16 +399,16 @@ std::string extract_agent_home(const std::string& home,
       if (hardlink) throw walk_error{"Home Snapshot hardlink entry is not allowed: " + go_quote(raw)};
       if (type == AE_IFDIR) {
         const int d = dirs_beneath(root, rel, 0700);
-        if (d < 0) throw walk_error{"mkdir " + home + "/" + rel + ": " + go_errno(errno)};
+        if (d < 0) throw walk_error{"mkdir " + home + "/" + rel + ": " + text::go_errno_text(errno)};
         ::close(d);
         dirs.push_back({rel, perm});
       } else if (type == AE_IFREG) {
         const int pd = dirs_beneath(root, parent, 0700);
-        if (pd < 0) throw walk_error{"mkdir " + home + "/" + parent + ": " + go_errno(errno)};
+        if (pd < 0) throw walk_error{"mkdir " + home + "/" + parent + ": " + text::go_errno_text(errno)};
         const int fd = open_beneath(pd, leaf, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0600);
         const int oe = errno;
         ::close(pd);
-        if (fd < 0) throw walk_error{"open " + home + "/" + rel + ": " + go_errno(oe)};
+        if (fd < 0) throw walk_error{"open " + home + "/" + rel + ": " + text::go_errno_text(oe)};
         const void* block = nullptr;
         size_t size = 0;
         la_int64_t offset = 0;
@@ -435,7 +417,7 @@ std::string extract_agent_home(const std::string& home,
           if (::pwrite(fd, block, size, offset) != static_cast<ssize_t>(size)) {
             const int we = errno;
             ::close(fd);
-            throw walk_error{"write " + home + "/" + rel + ": " + go_errno(we)};
+            throw walk_error{"write " + home + "/" + rel + ": " + text::go_errno_text(we)};
           }
         }
         if (rr != ARCHIVE_EOF) {
@@ -449,12 +431,12 @@ std::string extract_agent_home(const std::string& home,
         ::close(fd);
       } else if (type == AE_IFLNK) {
         const int pd = dirs_beneath(root, parent, 0700);
-        if (pd < 0) throw walk_error{"mkdir " + home + "/" + parent + ": " + go_errno(errno)};
+        if (pd < 0) throw walk_error{"mkdir " + home + "/" + parent + ": " + text::go_errno_text(errno)};
         const char* target = archive_entry_symlink(e);
         const int rc = ::symlinkat(target ? target : "", pd, leaf.c_str());
         const int se = errno;
         ::close(pd);
-        if (rc != 0) throw walk_error{"symlink " + std::string(target ? target : "") + " " + home + "/" + rel + ": " + go_errno(se)};
+        if (rc != 0) throw walk_error{"symlink " + std::string(target ? target : "") + " " + home + "/" + rel + ": " + text::go_errno_text(se)};
       } else {
         throw walk_error{"Home Snapshot special entry is not allowed: " + go_quote(raw)};
       }
@@ -462,11 +444,11 @@ std::string extract_agent_home(const std::string& home,
     if (!z.drain()) throw walk_error{"finish zstd archive: " + z.error()};
     for (auto it = dirs.rbegin(); it != dirs.rend(); ++it) {
       const int d = open_beneath(root, it->rel, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
-      if (d < 0) throw walk_error{"chmod " + home + "/" + it->rel + ": " + go_errno(errno)};
+      if (d < 0) throw walk_error{"chmod " + home + "/" + it->rel + ": " + text::go_errno_text(errno)};
       const int rc = ::fchmod(d, it->mode);
       const int ce = errno;
       ::close(d);
-      if (rc != 0) throw walk_error{"chmod " + home + "/" + it->rel + ": " + go_errno(ce)};
+      if (rc != 0) throw walk_error{"chmod " + home + "/" + it->rel + ": " + text::go_errno_text(ce)};
     }
   } catch (const walk_error& w) {
     err = w.message;
