@@ -197,13 +197,7 @@ std::string upload_config_file(const stub_client& c, const std::string& path) {
   const std::string mimetype = guess_mime_type(filename);
   std::string url;
   try {
-    const std::string body = c.ok("POST", "/files/upload-request?expose_expiration=true",
-                                  "{\"filename\":" + json_string(filename) +
-                                      ",\"mimetype\":" + json_string(mimetype) + "}",
-                                  "file upload request");
-    json_doc doc(body, "parse upload response");
-    url = string_field(doc.root(), "upload_url", "parse upload response");
-    if (url.empty()) throw cli_error{"signed file upload response is missing upload_url"};
+    url = c.upload_url(filename, mimetype);
   } catch (const cli_error& e) {
     throw cli_error{"request upload URL: " + e.message};
   }
@@ -225,77 +219,56 @@ std::string push_body(const std::string& section, const std::string& items) {
                             : "{\"files\":[],\"skills\":[" + items + "]}";
 }
 
-void skills_push(const std::vector<std::string>& paths) {
+// One upload per path, then one /config/push naming them all. `upload_of` checks a path
+// (absolute) and gives the file to upload for it, made in `scratch` when it must be built.
+void push_config(const char* section, const char* kind, const std::vector<std::string>& paths,
+                 const std::function<std::string(const std::string& abs, const temp_dir& scratch)>& upload_of) {
   const stub_client c(read_environment());
+  const temp_dir scratch("dify-config");
   std::string items;
   for (const auto& p : paths) {
     const std::string abs = absolute_path(p);
+    const std::string file = upload_of(abs, scratch);
+    const std::string name = base_name(abs);
+    std::string id;
+    try {
+      id = upload_config_file(c, file);
+    } catch (const cli_error& e) {
+      throw cli_error{std::string("upload config ") + kind + " " + go_quote(name) + ": " + e.message};
+    }
+    if (!items.empty()) items += ",";
+    items += "{\"name\":" + json_string(name) + ",\"file_ref\":{\"kind\":\"tool_file\",\"id\":" + json_string(id) + "}}";
+  }
+  std::string body;
+  try {
+    body = c.ok("POST", "/config/push", push_body(section, items), "config push");
+  } catch (const cli_error& e) {
+    throw cli_error{std::string("push config ") + section + ": " + e.message};
+  }
+  print_line(body);
+}
+
+void skills_push(const std::vector<std::string>& paths) {
+  push_config("skills", "skill", paths, [](const std::string& abs, const temp_dir& scratch) {
     struct stat st {};
     if (::stat(abs.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
       throw cli_error{"config skill path must be a directory: " + abs};
     if (::access(join_path(abs, "SKILL.md").c_str(), F_OK) != 0 && errno == ENOENT)
       throw cli_error{"config skill directory must contain SKILL.md: " + abs};
-    const std::string name = base_name(abs);
-    char tmpl[] = "/tmp/dify-skill-XXXXXX";
-    const int tfd = ::mkstemp(tmpl);
-    if (tfd < 0) throw cli_error{"create skill archive: " + go_errno_text(errno)};
-    ::close(tfd);
-    // Named after the skill, as the original's upload shows it: <name>.zip in a temp dir.
-    const std::string tmpdir = std::string(tmpl) + ".d";
-    ::unlink(tmpl);
-    if (::mkdir(tmpdir.c_str(), 0700) != 0) throw cli_error{"create skill archive: " + go_errno_text(errno)};
-    const std::string zip = tmpdir + "/" + name + ".zip";
-    struct cleanup {
-      std::string zip, dir;
-      ~cleanup() {
-        ::unlink(zip.c_str());
-        ::rmdir(dir.c_str());
-      }
-    } guard{zip, tmpdir};
+    // Named after the skill, as the original's upload shows it: <name>.zip.
+    const std::string zip = scratch.path + "/" + base_name(abs) + ".zip";
     if (auto err = archive::zip_directory(abs, zip); !err.empty()) throw cli_error{err};
-    std::string id;
-    try {
-      id = upload_config_file(c, zip);
-    } catch (const cli_error& e) {
-      throw cli_error{"upload config skill " + go_quote(name) + ": " + e.message};
-    }
-    if (!items.empty()) items += ",";
-    items += "{\"name\":" + json_string(name) + ",\"file_ref\":{\"kind\":\"tool_file\",\"id\":" + json_string(id) + "}}";
-  }
-  std::string body;
-  try {
-    body = c.ok("POST", "/config/push", push_body("skills", items), "config push");
-  } catch (const cli_error& e) {
-    throw cli_error{"push config skills: " + e.message};
-  }
-  print_line(body);
+    return zip;
+  });
 }
 
 void files_push(const std::vector<std::string>& paths) {
-  const stub_client c(read_environment());
-  std::string items;
-  for (const auto& p : paths) {
-    const std::string abs = absolute_path(p);
+  push_config("files", "file", paths, [](const std::string& abs, const temp_dir&) {
     struct stat st {};
     if (::stat(abs.c_str(), &st) != 0 || S_ISDIR(st.st_mode))
       throw cli_error{"config file path must be a regular file: " + abs};
-    const std::string name = base_name(abs);
-    std::string id;
-    try {
-      id = upload_config_file(c, abs);
-    } catch (const cli_error& e) {
-      throw cli_error{"upload config file " + go_quote(name) + ": " + e.message};
-    }
-    if (!items.empty()) items += ",";
-    items += "{\"name\":" + json_string(name) + ",\"file_ref\":{\"kind\":\"tool_file\",\"id\":" + json_string(id) + "}}";
-  }
-  std::string body;
-  try {
-    body = c.ok("POST", "/config/push", push_body("files", items), "config push");
-  } catch (const cli_error& e) {
-    throw cli_error{"push config files: " + e.message};
-  }
-  print_line(body);
+    return abs;
+  });
 }
 
 void delete_names(const std::string& section, const std::vector<std::string>& names) {

@@ -185,7 +185,7 @@ void drive_push(const std::string& local, const std::string& remote, const std::
   if (::stat(abs.c_str(), &st) != 0) throw cli_error{"local path not found: " + abs};
   const bool is_dir = S_ISDIR(st.st_mode);
   std::vector<std::pair<std::string, std::string>> uploads;  // key, local file
-  std::string zip_dir;
+  const temp_dir scratch("dify-drive");
   if (!is_dir) {
     if (kind == "skill") throw cli_error{"--kind skill requires a directory containing SKILL.md"};
     if (kind == "dir") throw cli_error{"--kind dir requires a directory"};
@@ -202,27 +202,13 @@ void drive_push(const std::string& local, const std::string& remote, const std::
   } else if (kind == "skill") {
     if (::access((abs + "/SKILL.md").c_str(), F_OK) != 0)
       throw cli_error{"--kind skill requires a directory containing SKILL.md"};
-    char tmpl[] = "/tmp/dify-drive-XXXXXX";
-    if (!::mkdtemp(tmpl)) throw cli_error{"create skill archive: " + go_errno_text(errno)};
-    zip_dir = tmpl;
-    const std::string zip = zip_dir + "/.DIFY-SKILL-FULL.zip";
-    if (auto err = archive::zip_directory(abs, zip); !err.empty()) {
-      ::rmdir(zip_dir.c_str());
-      throw cli_error{err};
-    }
+    const std::string zip = scratch.path + "/.DIFY-SKILL-FULL.zip";
+    if (auto err = archive::zip_directory(abs, zip); !err.empty()) throw cli_error{err};
     uploads.emplace_back(remote + "/SKILL.md", abs + "/SKILL.md");
     uploads.emplace_back(remote + "/.DIFY-SKILL-FULL.zip", zip);
   } else {
     throw cli_error{"unknown --kind " + go_quote(kind) + ": use skill or dir"};
   }
-  struct cleanup {
-    std::string dir;
-    ~cleanup() {
-      if (dir.empty()) return;
-      ::unlink((dir + "/.DIFY-SKILL-FULL.zip").c_str());
-      ::rmdir(dir.c_str());
-    }
-  } guard{zip_dir};
   std::string items;
   for (const auto& [key, file] : uploads) {
     const std::string id = upload_drive_file(c, file);

@@ -81,13 +81,7 @@ void file_upload(const std::string& path, bool no_download_link) {
   stub_client c(env);
   std::string upload_url;
   try {
-    const std::string body = c.ok("POST", "/files/upload-request?expose_expiration=true",
-                                  "{\"filename\":" + json_string(filename) +
-                                      ",\"mimetype\":" + json_string(mimetype) + "}",
-                                  "file upload request");
-    json_doc doc(body, "parse upload response");
-    upload_url = string_field(doc.root(), "upload_url", "parse upload response");
-    if (upload_url.empty()) throw cli_error{"signed file upload response is missing upload_url"};
+    upload_url = c.upload_url(filename, mimetype);
   } catch (const cli_error& e) {
     throw cli_error{"request file upload URL: " + e.message};
   }

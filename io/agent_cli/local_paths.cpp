@@ -1,5 +1,6 @@
 #include "io/agent_cli/local_paths.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -178,6 +179,26 @@ bool decode_base64_url(const std::string& in, std::string& out) {
     if (pad < 1) out += static_cast<char>(n & 0xff);
   }
   return true;
+}
+
+temp_dir::temp_dir(const std::string& tag) {
+  const char* base = std::getenv("TMPDIR");
+  std::string tmpl = std::string(base && *base ? base : "/tmp") + "/" + tag + "-XXXXXX";
+  if (::mkdtemp(tmpl.data()) == nullptr)
+    throw cli_error{"create temporary directory: mkdir " + tmpl + ": " + go_errno_text(errno)};
+  path = tmpl;
+}
+
+temp_dir::~temp_dir() {
+  // Flat: only files are put here.
+  if (DIR* d = ::opendir(path.c_str())) {
+    while (auto* e = ::readdir(d)) {
+      const std::string n = e->d_name;
+      if (n != "." && n != "..") ::unlink((path + "/" + n).c_str());
+    }
+    ::closedir(d);
+  }
+  ::rmdir(path.c_str());
 }
 
 staged_file::staged_file(const std::string& dir, const std::string& name) {

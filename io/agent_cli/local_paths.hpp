@@ -25,6 +25,16 @@ void write_file(const std::string& path, const std::string& data, unsigned mode,
 
 bool decode_base64_url(const std::string& in, std::string& out);  // padded URL-safe alphabet
 
+// A private directory under $TMPDIR (or /tmp), removed with everything in it when the
+// object goes: scratch space for archives built before an upload.
+struct temp_dir {
+  explicit temp_dir(const std::string& tag);
+  ~temp_dir();
+  temp_dir(const temp_dir&) = delete;
+  temp_dir& operator=(const temp_dir&) = delete;
+  std::string path;
+};
+
 // A file written in `dir` under a hidden temporary name, then linked to the first free
 // name of `<stem>.ext`, `<stem> (1).ext`, … (never replacing a file), mode 0644.
 class staged_file {

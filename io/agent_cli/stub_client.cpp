@@ -12,6 +12,7 @@
 #include <random>
 
 #include "io/agent_cli/command_tree.hpp"
+#include "io/agent_cli/json_read.hpp"
 #include "io/json/json.hpp"
 
 namespace shellctl::io::agent_cli {
@@ -166,6 +167,17 @@ std::string stub_client::ok(const std::string& method, const std::string& path,
   if (r.status >= 400)
     throw cli_error{"agent stub " + op + " failed: " + structured_error(r.status, r.body)};
   return r.body;
+}
+
+std::string stub_client::upload_url(const std::string& filename, const std::string& mimetype) const {
+  const std::string body = ok("POST", "/files/upload-request?expose_expiration=true",
+                              "{\"filename\":" + json_string(filename) +
+                                  ",\"mimetype\":" + json_string(mimetype) + "}",
+                              "file upload request");
+  json_doc doc(body, "parse upload response");
+  std::string url = string_field(doc.root(), "upload_url", "parse upload response");
+  if (url.empty()) throw cli_error{"signed file upload response is missing upload_url"};
+  return url;
 }
 
 std::string stub_client::upload_file(const std::string& url, const std::string& path,

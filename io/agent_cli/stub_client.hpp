@@ -38,6 +38,11 @@ class stub_client {
   std::string ok(const std::string& method, const std::string& path, const std::string& json_body,
                  const std::string& op) const;
 
+  // A signed upload URL for a tool file (POST /files/upload-request?expose_expiration=true).
+  // Throws the stub's error or `signed file upload response is missing upload_url`; the
+  // caller adds its own context.
+  std::string upload_url(const std::string& filename, const std::string& mimetype) const;
+
   // Multipart upload of `path` to a signed URL (§4 data plane); returns the response body.
   // Errors carry the original's texts and never the URL.
   std::string upload_file(const std::string& url, const std::string& path,
