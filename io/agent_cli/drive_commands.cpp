@@ -14,6 +14,7 @@
 #include "io/agent_cli/local_paths.hpp"
 #include "io/agent_cli/mime_types.hpp"
 #include "io/agent_cli/stub_client.hpp"
+#include "io/fs/files.hpp"
 #include "io/archive/skill_zip.hpp"
 
 namespace shellctl::io::agent_cli {
@@ -156,15 +157,8 @@ bool skipped_dir(const std::string& n) {
 
 void collect(const std::string& root, const std::string& rel, std::vector<std::string>& out) {
   const std::string dir = rel.empty() ? root : root + "/" + rel;
-  DIR* d = ::opendir(dir.c_str());
-  if (!d) throw cli_error{"open " + dir + ": " + go_errno_text(errno)};
   std::vector<std::string> names;
-  while (auto* e = ::readdir(d)) {
-    const std::string n = e->d_name;
-    if (n != "." && n != "..") names.push_back(n);
-  }
-  ::closedir(d);
-  std::sort(names.begin(), names.end());
+  if (!io::fs::sorted_entry_names(dir, names)) throw cli_error{"open " + dir + ": " + go_errno_text(errno)};
   for (const auto& n : names) {
     const std::string r = rel.empty() ? n : rel + "/" + n;
     struct stat st {};

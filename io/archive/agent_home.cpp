@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "io/archive/beneath.hpp"
+#include "io/fs/files.hpp"
 #include "io/text/go_quote.hpp"
 
 namespace shellctl::io::archive {
@@ -195,16 +196,8 @@ struct walk_error {
 void walk(tar_zstd_out& out, const std::string& home, const std::string& rel,
           const std::set<std::string>& ex, std::vector<char>& buf) {
   const std::string dir = rel.empty() ? home : home + "/" + rel;
-  DIR* d = ::opendir(dir.c_str());
-  if (!d) throw walk_error{"open " + dir + ": " + text::go_errno_text(errno)};
   std::vector<std::string> names;
-  errno = 0;
-  while (auto* e = ::readdir(d)) {
-    const std::string n = e->d_name;
-    if (n != "." && n != "..") names.push_back(n);
-  }
-  ::closedir(d);
-  std::sort(names.begin(), names.end());
+  if (!fs::sorted_entry_names(dir, names)) throw walk_error{"open " + dir + ": " + text::go_errno_text(errno)};
   for (const auto& n : names) {
     const std::string r = rel.empty() ? n : rel + "/" + n;
     if (excluded(r, ex)) continue;

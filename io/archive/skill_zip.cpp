@@ -1,6 +1,7 @@
 #include "io/archive/skill_zip.hpp"
 
 #include "io/archive/beneath.hpp"
+#include "io/fs/files.hpp"
 
 #include <archive.h>
 #include <archive_entry.h>
@@ -28,15 +29,8 @@ struct reader_deleter {
 
 std::string add_tree(struct archive* a, const std::string& root, const std::string& rel) {
   const std::string abs = rel.empty() ? root : root + "/" + rel;
-  DIR* d = ::opendir(abs.c_str());
-  if (!d) return "open " + abs + ": " + std::strerror(errno);
   std::vector<std::string> names;
-  while (auto* e = ::readdir(d)) {
-    const std::string n = e->d_name;
-    if (n != "." && n != "..") names.push_back(n);
-  }
-  ::closedir(d);
-  std::sort(names.begin(), names.end());
+  if (!fs::sorted_entry_names(abs, names)) return "open " + abs + ": " + std::strerror(errno);
   for (const auto& n : names) {
     const std::string r = rel.empty() ? n : rel + "/" + n;
     const std::string p = root + "/" + r;

@@ -1,12 +1,15 @@
 #include "io/fs/files.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -103,6 +106,26 @@ void make_dirs(const std::string& path, unsigned mode) {
   std::string err;
   // err already names the error: a system_error would append it a second time.
   if (!make_dirs(path, mode, err)) throw std::runtime_error(err);
+}
+
+bool sorted_entry_names(const std::string& dir, std::vector<std::string>& names) {
+  names.clear();
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return false;
+  errno = 0;
+  while (dirent* e = ::readdir(d)) {
+    const std::string_view n = e->d_name;
+    if (n != "." && n != "..") names.emplace_back(n);
+    errno = 0;
+  }
+  const int err = errno;
+  ::closedir(d);
+  if (err != 0) {
+    errno = err;
+    return false;
+  }
+  std::sort(names.begin(), names.end());
+  return true;
 }
 
 bool exists(const std::string& path) {

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace shellctl::io::fs {
 
@@ -24,6 +25,9 @@ bool make_dir(const std::string& path, unsigned mode);
 void make_dirs(const std::string& path, unsigned mode);  // throws
 bool make_dirs(const std::string& path, unsigned mode, std::string& err);
 bool exists(const std::string& path);
+// The names in a directory but . and .., in byte order (the order archives are written in);
+// false with errno set when it cannot be opened or read.
+bool sorted_entry_names(const std::string& dir, std::vector<std::string>& names);
 bool is_dir(const std::string& path);
 // True when the file exists and holds something other than whitespace.
 bool non_empty_file(const std::string& path);

@@ -20,36 +20,27 @@
 #include "io/agent_cli/environment.hpp"
 #include "io/agent_cli/stub_client.hpp"
 #include "io/archive/agent_home.hpp"
+#include "tests/fuzz/support/sandboxed_home.hpp"
 
 namespace cli = shellctl::io::agent_cli;
 namespace archive = shellctl::io::archive;
 
 namespace {
 
-const std::string& sandbox() {
-  static const std::string dir = [] {
-    char tmpl[] = "/tmp/shellctl-archive-fuzz-XXXXXX";  // removed by packaging/dev.sh
+// The environment is unset once, so that every command stops before any request, and
+// help texts (the tree's output) go nowhere.
+void init_once() {
+  static const bool done = [] {
     ::unsetenv("DIFY_AGENT_STUB_API_BASE_URL");
     ::unsetenv("DIFY_AGENT_STUB_AUTH_JWE");
-    std::freopen("/dev/null", "w", stdout);  // help texts are not the fuzzer's output
-    return std::string(::mkdtemp(tmpl));
+    std::freopen("/dev/null", "w", stdout);
+    return true;
   }();
-  return dir;
-}
-
-void reset_home(const std::string& home) {
-  std::error_code ec;
-  for (auto it = std::filesystem::recursive_directory_iterator(home, ec);
-       !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec))
-    if (it->is_directory(ec) && !it->is_symlink(ec)) ::chmod(it->path().c_str(), 0700);
-  std::filesystem::remove_all(home, ec);
-  ::mkdir(home.c_str(), 0700);
+  (void)done;
 }
 
 void extract(const std::string& stream) {
-  const std::string& dir = sandbox();
-  const std::string home = dir + "/home";
-  reset_home(home);
+  const std::string home = shellctl::fuzz::fresh_home();
   std::size_t at = 0;
   (void)archive::extract_agent_home(home, [&](char* buf, std::size_t cap) -> std::ptrdiff_t {
     const std::size_t n = std::min(cap, stream.size() - at);
@@ -57,19 +48,14 @@ void extract(const std::string& stream) {
     at += n;
     return static_cast<std::ptrdiff_t>(n);
   });
-  std::error_code ec;
-  for (auto& e : std::filesystem::directory_iterator(dir, ec))
-    if (e.path().filename() != "home") {
-      std::fprintf(stderr, "escape: %s was written outside Home\n", e.path().c_str());
-      std::abort();
-    }
+  shellctl::fuzz::abort_if_escaped();
 }
 
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size == 0) return 0;
-  (void)sandbox();
+  init_once();
   const std::string input(reinterpret_cast<const char*>(data) + 1, size - 1);
   switch (data[0] % 5) {
     case 0:

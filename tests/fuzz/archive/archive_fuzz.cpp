@@ -16,6 +16,7 @@
 
 #include "io/archive/excludes.hpp"
 #include "io/archive/home_reader.hpp"
+#include "tests/fuzz/support/sandboxed_home.hpp"
 
 namespace archive = shellctl::io::archive;
 
@@ -37,43 +38,12 @@ class bytes_source : public archive::byte_source {
   std::size_t pos_ = 0;
 };
 
-// One directory per fuzzing process: it holds `home` and nothing else, ever.
-const std::string& sandbox() {
-  static const std::string dir = [] {
-    char tmpl[] = "/tmp/shellctl-archive-fuzz-XXXXXX";
-    // libFuzzer ends without running exit handlers: packaging/dev.sh removes these.
-    return std::string(::mkdtemp(tmpl));
-  }();
-  return dir;
-}
-
-void reset_home(const std::string& home) {
-  std::error_code ec;
-  // Make every directory writable again first (an archive may have made one 0500).
-  for (auto it = std::filesystem::recursive_directory_iterator(home, ec);
-       !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec))
-    if (it->is_directory(ec) && !it->is_symlink(ec)) ::chmod(it->path().c_str(), 0700);
-  std::filesystem::remove_all(home, ec);
-  ::mkdir(home.c_str(), 0700);
-}
-
-void check_nothing_escaped(const std::string& dir) {
-  std::error_code ec;
-  for (auto& e : std::filesystem::directory_iterator(dir, ec))
-    if (e.path().filename() != "home") {
-      std::fprintf(stderr, "escape: %s was written outside Home\n", e.path().c_str());
-      std::abort();
-    }
-}
-
 void restore(const std::string& stream) {
-  const std::string& dir = sandbox();
-  const std::string home = dir + "/home";
-  reset_home(home);
+  const std::string home = shellctl::fuzz::fresh_home();
   bytes_source src(stream);
   auto r = archive::restore_home(home, src, [] { return false; });
   if (r.result != archive::restore_result::outcome::ok && r.message.empty()) std::abort();
-  check_nothing_escaped(dir);
+  shellctl::fuzz::abort_if_escaped();
 }
 
 }  // namespace
