@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "actors/api_metrics.hpp"
 #include "actors/api_requests.hpp"
 #include "actors/api_views.hpp"
 
@@ -154,18 +155,38 @@ void ask_snapshot(self_ptr self, const snapshot_gate_actor& gate, std::chrono::n
             [resp](caf::error& e) { resp.send(error_response(read_job_error(e))); });
 }
 
+void ask_metrics(self_ptr self, const metrics_registry_actor& metrics, const io::http::responder& resp) {
+  self->request(metrics, margin, metrics_scrape{})
+      .then(
+          [resp](metrics_sample& s) {
+            io::http::response r;
+            r.headers.push_back({"Content-Type", "text/plain; version=0.0.4; charset=utf-8"});
+            r.body = prometheus_text(s);
+            resp.send(std::move(r));
+          },
+          [resp](caf::error&) {
+            resp.send(error_response(
+                job_error_view{job_errc::unavailable, "the metrics did not answer in time"}));
+          });
+}
+
 }  // namespace
 
 api_edge_actor::behavior_type api_edge(api_edge_actor::stateful_pointer<api_edge_state> self,
                                        job_registry_actor registry, snapshot_gate_actor gate,
+                                       metrics_registry_actor metrics,
                                        std::chrono::nanoseconds snapshot_timeout) {
   return {
-      [self, registry, gate, snapshot_timeout](http_call& call) {
+      [self, registry, gate, metrics, snapshot_timeout](http_call& call) {
         // Decoding is pure and answers its own errors; nothing here may end the actor,
         // or every request behind this one would go unanswered.
         try {
           if (call.route.id == route::snapshot_save || call.route.id == route::snapshot_restore) {
             ask_snapshot(self, gate, snapshot_timeout, call);
+            return;
+          }
+          if (call.route.id == route::metrics) {
+            ask_metrics(self, metrics, call.resp);
             return;
           }
           ask(self, registry, decode_request(call.req, call.route), call.resp);

@@ -7,6 +7,7 @@
 // cannot be one, and each answer's timeout and error path live here. Home snapshots go to
 // the snapshot_gate; their bytes flow between the connection and the snapshot's own actor,
 // and the edge ends the answer (trailers, a cut, or an error) from the domain outcome.
+// GET /metrics asks the metrics_registry and renders its sample (actors/api_metrics.hpp).
 #include <chrono>
 #include <cstdint>
 #include <unordered_map>
@@ -30,6 +31,7 @@ struct api_edge_state {
 
 api_edge_actor::behavior_type api_edge(api_edge_actor::stateful_pointer<api_edge_state> self,
                                        job_registry_actor registry, snapshot_gate_actor gate,
+                                       metrics_registry_actor metrics,
                                        std::chrono::nanoseconds snapshot_timeout);
 
 }  // namespace shellctl::actors

@@ -100,6 +100,7 @@ operation describe(route r) {
   switch (r) {
     case route::healthz: return {"Liveness", "", "Health", {}, false};
     case route::openapi: return {"This document", "", "object", {}};
+    case route::metrics: return {"Counters, gauges and histograms in Prometheus text format 0.0.4", "", "text/plain", {}};
     case route::run: return {"Create and start a job, then wait for its first output", "RunRequest", "JobResult", {}};
     case route::list:
       return {"List jobs, newest first", "", "JobList",
@@ -124,6 +125,7 @@ operation describe(route r) {
 }
 
 std::string media(const std::string& what) {
+  if (what.rfind("text/", 0) == 0) return "{\"" + what + "\":{\"schema\":{\"type\":\"string\"}}}";
   if (what.find('/') != std::string::npos)
     return "{\"" + what + "\":{\"schema\":{\"type\":\"string\",\"format\":\"binary\"}}}";
   if (what == "object") return R"({"application/json":{"schema":{"type":"object"}}})";

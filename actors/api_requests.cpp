@@ -180,6 +180,7 @@ decoded_request decode(const io::http::request& req, const route_match& m) {
   switch (m.id) {
     case route::healthz:  // answered by the front; never decoded
     case route::openapi:
+    case route::metrics:  // answered by the edge from metrics_registry
     case route::snapshot_save:  // decoded by decode_snapshot_excludes, run by the gate
     case route::snapshot_restore:
       break;

@@ -13,6 +13,14 @@ namespace shellctl::actors {
 using caf::reacts_to;
 using caf::replies_to;
 
+// metrics_registry: the counters behind /metrics (detached: a scrape reads /proc).
+using metrics_registry_actor = caf::typed_actor<
+    reacts_to<http_observed>, reacts_to<connections_changed>, reacts_to<job_started_event>,
+    reacts_to<job_output_final>, reacts_to<job_input_event>, reacts_to<snapshot_ended>,
+    reacts_to<gc_swept>,
+    replies_to<metrics_scrape>::with<metrics_sample>,  // the counters now, with the jobs' counts
+    reacts_to<shutdown_jobs>>;
+
 // job_store: the one SQLite connection (detached: a write may wait for a busy database).
 using job_store_actor = caf::typed_actor<
     replies_to<store_insert>::with<store_reply>,       // the row after the insert
@@ -21,6 +29,7 @@ using job_store_actor = caf::typed_actor<
     replies_to<store_remove>::with<store_reply>,       // changed = a row was deleted
     replies_to<store_load_all>::with<store_rows>,      // every row, newest first (recovery)
     replies_to<store_expired>::with<store_ids>,        // terminal rows past retention
+    replies_to<store_count_jobs>::with<store_job_counts>,  // rows by status and mode (/metrics)
     reacts_to<shutdown_jobs>>;
 
 // tmux_server: the one tmux control-mode client.

@@ -132,6 +132,9 @@ bool output_final(self_ptr self) {
   else if (!final)
     final = !st.session_alive;
   st.output_settled = final;
+  // Once per job and process: the size of what it printed, for /metrics.
+  if (final && st.gate_opened)
+    self->send(st.peers.metrics, job_output_final{io::text::file_size_or_zero(st.output_abs)});
   return final;
 }
 
@@ -501,6 +504,8 @@ void open_gate(self_ptr self) {
   apply(self, transition{job_status::running, {job_status::starting}, {}, {}, {}, true},
         [self](store_reply&) {
     dir(self).forget(files::pipe_ready);
+    const std::chrono::duration<double> took = job_state::clock::now() - self->state.admitted_at;
+    self->send(self->state.peers.metrics, job_started_event{self->state.row.mode, took.count()});
     move_to(self, job_phase::live);
     answer_run(self);
     settle(self);
@@ -934,7 +939,7 @@ void deliver_input(self_ptr self, const input_request& in, const answer<job_resu
   const auto guard = guard_answer(self, reply, std::chrono::seconds(10));
   tmux(self,
        io::tmux::paste_lines(buffer, path, pane(self)),
-       [self, path, p = in.p, reply, guard](tmux_reply& r) {
+       [self, path, p = in.p, reply, guard, text_bytes = in.text.size()](tmux_reply& r) {
          unguard(self, guard);
          ::unlink(path.c_str());
          auto& st = self->state;
@@ -951,6 +956,7 @@ void deliver_input(self_ptr self, const input_request& in, const answer<job_resu
            }
            return;
          }
+         self->send(st.peers.metrics, job_input_event{text_bytes});
          add_waiter(self, p, reply);
        });
 }
@@ -1057,6 +1063,7 @@ job_actor_type::behavior_type job_actor(job_actor_type::stateful_pointer<job_sta
         auto& st = self->state;
         auto reply = answer_later<job_result>(self);
         st.run = job_state::pending_run{std::move(req.spec), reply};
+        st.admitted_at = job_state::clock::now();
         move_to(self, job_phase::admitting);
         begin_run(self);
         return reply.promise();

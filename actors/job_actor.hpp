@@ -27,6 +27,7 @@ struct job_peers {
   fs_watcher_actor watcher;
   job_registry_actor registry;
   cleanup_worker_actor cleanup;
+  metrics_registry_actor metrics;  // told of starts, final output sizes and input
 };
 
 struct job_state {
@@ -47,6 +48,7 @@ struct job_state {
     answer<job_result> reply;
   };
   std::optional<pending_run> run;
+  clock::time_point admitted_at;  // when the run request arrived (/metrics: start latency)
 
   job_phase phase = job_phase::spawned;  // what the actor is doing (actors/job_phase.hpp)
   job_phase phase_before_removal = job_phase::spawned;  // where a failed row removal returns

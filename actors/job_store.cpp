@@ -81,6 +81,16 @@ job_store_actor::behavior_type job_store(job_store_actor::pointer self,
         }
         return r;
       },
+      [db](store_count_jobs&) -> store_job_counts {
+        store_job_counts r;
+        try {
+          for (auto& c : db->count_by_status_mode())
+            r.counts.push_back(job_count{std::move(c.status), std::move(c.mode), c.n});
+        } catch (const std::exception&) {
+          r.ok = false;  // /metrics leaves the family out rather than report zero jobs
+        }
+        return r;
+      },
       [self](shutdown_jobs&) { self->quit(); },
   };
 }

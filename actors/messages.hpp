@@ -10,6 +10,7 @@
 //   job_actor ─watch_dir→ fs_watcher (one inotify fd) ─dir_changed→ job_actor
 //   tmux_server ─session_gone→ job_actor (the owner of the session that ended)
 //   retention_gc ─store_expired→ job_store, ─collect_jobs→ job_registry ─collect_if_expired→ job_actor
+//   loop, job_actor, snapshot_gate, retention_gc ─events→ metrics_registry ─store_count_jobs→ job_store
 #include <caf/all.hpp>
 
 #include <cstdint>
@@ -22,6 +23,7 @@
 
 #include "actors/domain.hpp"
 #include "actors/long_poll.hpp"
+#include "actors/metrics_model.hpp"
 #include "actors/routes.hpp"
 #include "io/fs/inotify_source.hpp"
 #include "io/http/server.hpp"
@@ -264,6 +266,47 @@ struct collect_if_expired {
   std::string cutoff;
 };
 
+// ---------------------------------------------------------------- → metrics_registry
+// Events for /metrics (extensions.md §E7), sent and forgotten: a lost one skews a counter,
+// never an answer. The loop thread sends the first two (the libuv↔CAF bridge direction).
+struct http_observed {  // a request was answered
+  std::string method;
+  std::string route;  // the route pattern, "-" for none
+  int status = 0;
+  std::uint64_t duration_us = 0;
+};
+struct connections_changed {  // a connection was accepted (accepted = true) or closed
+  std::uint64_t open = 0;
+  bool accepted = false;
+};
+struct job_started_event {  // job_actor: the job reached running
+  io::store::job_mode mode = io::store::job_mode::pty;
+  double seconds = 0;  // from admission (the run request) to running
+};
+struct job_output_final {  // job_actor: the job's output can no longer grow
+  std::uint64_t bytes = 0;
+};
+struct job_input_event {  // job_actor: text was pasted into the job
+  std::uint64_t bytes = 0;
+};
+struct snapshot_ended {  // snapshot_gate: an operation answered
+  bool save = true;    // false: restore
+  bool ok = false;
+  std::uint64_t bytes = 0;  // save: archive bytes streamed; restore: bytes written
+  double seconds = 0;
+};
+struct gc_swept {  // retention_gc: a sweep ran
+  std::uint64_t expired = 0;
+};
+// api_edge → metrics_registry: GET /metrics → metrics_sample (actors/metrics_model.hpp).
+struct metrics_scrape {};
+// metrics_registry → job_store: how many rows there are per status and mode.
+struct store_count_jobs {};
+struct store_job_counts {
+  bool ok = true;
+  std::vector<job_count> counts;
+};
+
 // ---------------------------------------------------------------- job_actor internals
 struct waiter_tick {
   std::uint64_t waiter_id;
@@ -349,3 +392,14 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::settle_retry)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::start_deadline)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::answer_deadline)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::retire)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::http_observed)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::connections_changed)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::job_started_event)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::job_output_final)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::job_input_event)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::snapshot_ended)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::gc_swept)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::metrics_scrape)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::metrics_sample)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::store_count_jobs)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::store_job_counts)

@@ -6,7 +6,8 @@ namespace shellctl::actors {
 
 retention_gc_actor::behavior_type retention_gc(retention_gc_actor::pointer self,
                                                retention_settings cfg, job_store_actor store,
-                                               job_registry_actor registry) {
+                                               job_registry_actor registry,
+                                               metrics_registry_actor metrics) {
   return {
       [=](gc_tick&) {
         auto cutoff = io::text::format_utc(
@@ -16,6 +17,7 @@ retention_gc_actor::behavior_type retention_gc(retention_gc_actor::pointer self,
         self->request(store, cfg.interval, store_expired{cutoff})
             .then(
                 [=](store_ids& expired) {
+                  self->send(metrics, gc_swept{expired.ids.size()});
                   if (!expired.ids.empty())
                     self->send(registry, collect_jobs{std::move(expired.ids), cutoff});
                 },

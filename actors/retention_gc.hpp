@@ -10,6 +10,7 @@ namespace shellctl::actors {
 
 retention_gc_actor::behavior_type retention_gc(retention_gc_actor::pointer self,
                                                retention_settings cfg, job_store_actor store,
-                                               job_registry_actor registry);
+                                               job_registry_actor registry,
+                                               metrics_registry_actor metrics);
 
 }  // namespace shellctl::actors

@@ -34,6 +34,7 @@ const std::vector<route_entry>& route_table() {
   static const std::vector<route_entry> table = {
       {route::healthz, "GET", "/healthz"},
       {route::openapi, "GET", "/openapi.json"},
+      {route::metrics, "GET", "/metrics"},
       {route::run, "POST", "/v1/jobs/run"},
       {route::list, "GET", "/v1/jobs"},
       {route::status, "GET", "/v1/jobs/{job_id}"},
@@ -68,6 +69,8 @@ route_match match_route(std::string_view method, std::string_view path) {
     add("GET", route::healthz);
   } else if (segs.size() == 1 && segs[0] == "openapi.json") {
     add("GET", route::openapi);
+  } else if (segs.size() == 1 && segs[0] == "metrics") {
+    add("GET", route::metrics);
   } else if (segs.size() == 3 && is(0, "v1") && is(1, "snapshot") && is(2, "save")) {
     add("POST", route::snapshot_save);
   } else if (segs.size() == 3 && is(0, "v1") && is(1, "snapshot") && is(2, "restore")) {

@@ -11,7 +11,7 @@ namespace shellctl::actors {
 enum class route {
   healthz, run, wait, tail, status, list, input, terminate, remove,
   snapshot_save, snapshot_restore,  // snapshot.md §3
-  openapi,                          // extensions.md §E7
+  openapi, metrics,                 // extensions.md §E7
 };
 
 // Every route once: its method and path pattern ({job_id} for the id segment). The

@@ -16,6 +16,7 @@
 #include "actors/fs_watcher.hpp"
 #include "actors/job_registry.hpp"
 #include "actors/job_store.hpp"
+#include "actors/metrics_registry.hpp"
 #include "actors/retention_gc.hpp"
 #include "actors/snapshot_gate.hpp"
 #include "actors/tmux_server.hpp"
@@ -140,19 +141,20 @@ int serve(const io::config::serve_config& cfg, const io::sandbox::namespace_prob
                                        io::tmux::with_pane_shell(cfg.tmux_env));
   auto watcher = sys.spawn(fs_watcher);
   auto cleanup = sys.spawn<caf::detached>(cleanup_worker);
-  auto registry = sys.spawn(job_registry, js, store, tmux, watcher, cleanup);
+  auto metrics = sys.spawn<caf::detached>(metrics_registry, store);
+  auto registry = sys.spawn(job_registry, js, store, tmux, watcher, cleanup, metrics);
   // One edge per scheduler thread: decoding bodies and encoding answers (output windows of
   // up to 512 KiB) then runs in parallel; the edges hold no state, so any request may go to
   // any of them (the front deals them out in turn).
   // Home snapshots: the server's own $HOME (snapshot.md §3: never a guessed path).
   const char* home_env = std::getenv("HOME");
   auto gate = sys.spawn(snapshot_gate,
-                        snapshot_settings{home_env ? home_env : "", cfg.snapshot_timeout});
+                        snapshot_settings{home_env ? home_env : "", cfg.snapshot_timeout}, metrics);
   std::vector<api_edge_actor> edges;
   for (std::size_t i = 0; i < std::max<std::size_t>(1, sys.scheduler().num_workers()); ++i)
-    edges.push_back(sys.spawn(api_edge, registry, gate, cfg.snapshot_timeout));
+    edges.push_back(sys.spawn(api_edge, registry, gate, metrics, cfg.snapshot_timeout));
   auto gc = sys.spawn(retention_gc, retention_settings{cfg.retention, cfg.gc_interval}, store,
-                      registry);
+                      registry, metrics);
   auto stop_all = [&] {
     for (auto& e : edges) caf::anon_send(e, shutdown_jobs{});
     caf::anon_send(gate, shutdown_jobs{});
@@ -162,6 +164,7 @@ int serve(const io::config::serve_config& cfg, const io::sandbox::namespace_prob
     caf::anon_send(tmux, shutdown_jobs{});
     caf::anon_send(store, shutdown_jobs{});
     caf::anon_send(cleanup, shutdown_jobs{});
+    caf::anon_send(metrics, shutdown_jobs{});
   };
 
   {
@@ -191,6 +194,14 @@ int serve(const io::config::serve_config& cfg, const io::sandbox::namespace_prob
     if (m.result != route_match::kind::found) return;
     pattern = route_pattern(m.id);
     job = m.job_id;
+  };
+  // /metrics hears of every answer and connection from the loop thread (one message each,
+  // the same direction as the requests themselves).
+  http_cfg.on_answered = [metrics](const io::http::access_entry& e) {
+    caf::anon_send(metrics, http_observed{e.method, e.route, e.status, e.duration_us});
+  };
+  http_cfg.on_connections = [metrics](std::size_t open, bool accepted) {
+    caf::anon_send(metrics, connections_changed{open, accepted});
   };
   // The route and the token are decided once per request, on the loop thread: on the head
   // when a body follows (G5: a peer without the token, or asking for no route, is answered

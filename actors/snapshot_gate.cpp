@@ -2,14 +2,24 @@
 
 #include "actors/snapshot_op.hpp"
 
+#include <algorithm>
+#include <chrono>
+#include <type_traits>
+
 namespace shellctl::actors {
 namespace {
 
 using self_ptr = snapshot_gate_actor::stateful_pointer<snapshot_gate_state>;
 
-// Runs `req` as the one operation, or refuses it.
+snapshot_ended outcome(const snapshot_saved& s) { return {true, s.ok, s.bytes, 0}; }
+snapshot_ended outcome(const snapshot_restored& r) {
+  return {false, true, static_cast<std::uint64_t>(std::max<std::int64_t>(r.bytes_written, 0)), 0};
+}
+
+// Runs `req` as the one operation, or refuses it; /metrics learns how each one ended.
 template <class Request, class Reply>
-caf::result<Reply> admit(self_ptr self, const snapshot_settings& cfg, Request& req) {
+caf::result<Reply> admit(self_ptr self, const snapshot_settings& cfg,
+                         const metrics_registry_actor& metrics, Request& req) {
   auto& st = self->state;
   if (st.op)
     return make_job_error(job_errc::snapshot_busy, "another snapshot operation is in progress");
@@ -19,24 +29,38 @@ caf::result<Reply> admit(self_ptr self, const snapshot_settings& cfg, Request& r
   // cannot (its answer then says so, and the gate stays closed until the op is gone).
   const auto bound =
       std::chrono::duration_cast<std::chrono::milliseconds>(cfg.timeout) + std::chrono::seconds(30);
+  const auto began = std::chrono::steady_clock::now();
+  auto seconds = [began] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+  };
   self->request(st.op, bound, std::move(req))
-      .then([rp](Reply& r) mutable { rp.deliver(std::move(r)); },
-            [rp](caf::error& e) mutable { rp.deliver(std::move(e)); });
+      .then(
+          [self, rp, metrics, seconds](Reply& r) mutable {
+            auto ended = outcome(r);
+            ended.seconds = seconds();
+            self->send(metrics, ended);
+            rp.deliver(std::move(r));
+          },
+          [self, rp, metrics, seconds](caf::error& e) mutable {
+            self->send(metrics, snapshot_ended{std::is_same_v<Reply, snapshot_saved>, false, 0, seconds()});
+            rp.deliver(std::move(e));
+          });
   return rp;
 }
 
 }  // namespace
 
-snapshot_gate_actor::behavior_type snapshot_gate(self_ptr self, snapshot_settings cfg) {
+snapshot_gate_actor::behavior_type snapshot_gate(self_ptr self, snapshot_settings cfg,
+                                                 metrics_registry_actor metrics) {
   self->set_down_handler([self](caf::down_msg& dm) {
     if (dm.source == self->state.op.address()) self->state.op = nullptr;
   });
   return {
-      [self, cfg](snapshot_save_request& req) -> caf::result<snapshot_saved> {
-        return admit<snapshot_save_request, snapshot_saved>(self, cfg, req);
+      [self, cfg, metrics](snapshot_save_request& req) -> caf::result<snapshot_saved> {
+        return admit<snapshot_save_request, snapshot_saved>(self, cfg, metrics, req);
       },
-      [self, cfg](snapshot_restore_request& req) -> caf::result<snapshot_restored> {
-        return admit<snapshot_restore_request, snapshot_restored>(self, cfg, req);
+      [self, cfg, metrics](snapshot_restore_request& req) -> caf::result<snapshot_restored> {
+        return admit<snapshot_restore_request, snapshot_restored>(self, cfg, metrics, req);
       },
       [self](shutdown_jobs&) {
         // An operation under way is not interrupted from here (it may be inside libarchive,

@@ -17,6 +17,7 @@ struct snapshot_gate_state {
 };
 
 snapshot_gate_actor::behavior_type snapshot_gate(
-    snapshot_gate_actor::stateful_pointer<snapshot_gate_state> self, snapshot_settings cfg);
+    snapshot_gate_actor::stateful_pointer<snapshot_gate_state> self, snapshot_settings cfg,
+    metrics_registry_actor metrics);
 
 }  // namespace shellctl::actors

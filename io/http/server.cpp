@@ -174,9 +174,11 @@ struct server::impl {
 
   void log_answer(slot* sl, int status) {
     if (sl->request_id.empty()) sl->request_id = new_request_id();
-    if (cfg.access_log == log_format::off) return;
+    if (cfg.access_log == log_format::off && !cfg.on_answered) return;
     access_entry e{sl->request_id, sl->method, sl->route, sl->job_id, status,
                    sl->started_ns ? (uv_hrtime() - sl->started_ns) / 1000 : 0};
+    if (cfg.on_answered) cfg.on_answered(e);
+    if (cfg.access_log == log_format::off) return;
     const auto now = std::chrono::system_clock::now().time_since_epoch();
     append_access_line(access_buf, cfg.access_log, e,
                        std::chrono::duration_cast<std::chrono::microseconds>(now).count());
@@ -263,6 +265,7 @@ struct server::impl {
     if (s->conns) s->conns->prev = c;
     s->conns = c;
     ++s->conn_count;
+    if (s->cfg.on_connections) s->cfg.on_connections(s->conn_count, true);
     c->idle_since = uv_now(&s->loop);
     s->arm_timer(c, c->idle_since + s->cfg.idle_timeout.count());
     s->start_reading(c);
@@ -939,6 +942,7 @@ struct server::impl {
     else conns = c->next;
     if (c->next) c->next->prev = c->prev;
     --conn_count;
+    if (cfg.on_connections) cfg.on_connections(conn_count, false);
     auto closed = [](uv_handle_t* h) {
       auto* cc = static_cast<connection*>(h->data);
       if (--cc->open_handles == 0) delete cc;

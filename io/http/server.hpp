@@ -138,6 +138,11 @@ struct server_config {
   // must not block); without it the route is "-".
   log_format access_log = log_format::off;
   std::function<void(const request&, std::string& route, std::string& job_id)> describe;
+  // Observers for /metrics, called on the loop thread (they must not block): each answered
+  // request (with or without the access log), and the open-connection count after a
+  // connection was accepted (accepted = true) or closed.
+  std::function<void(const access_entry&)> on_answered;
+  std::function<void(std::size_t open, bool accepted)> on_connections;
 };
 
 class server {

@@ -371,4 +371,11 @@ bool jobs_db::remove(const std::string& job_id) {
   return sqlite3_changes(db_) > 0;
 }
 
+std::vector<jobs_db::status_mode_count> jobs_db::count_by_status_mode() {
+  statement s(db_, "SELECT status, mode, count(*) FROM jobs GROUP BY status, mode");
+  std::vector<status_mode_count> out;
+  while (s.step()) out.push_back({s.text(0), s.text(1), static_cast<std::uint64_t>(s.int64(2))});
+  return out;
+}
+
 }  // namespace shellctl::io::store

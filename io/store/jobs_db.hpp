@@ -93,6 +93,13 @@ class jobs_db {
   std::vector<std::string> expired_ids(const std::string& cutoff);
   // True when a row was deleted.
   bool remove(const std::string& job_id);
+  // How many rows there are per (status, mode), as the columns spell them (/metrics).
+  struct status_mode_count {
+    std::string status;
+    std::string mode;
+    std::uint64_t n = 0;
+  };
+  std::vector<status_mode_count> count_by_status_mode();
 
  private:
   sqlite3* db_ = nullptr;

@@ -21,6 +21,7 @@
 #include "actors/cleanup_worker.hpp"
 #include "actors/job_registry.hpp"
 #include "actors/job_store.hpp"
+#include "actors/metrics_registry.hpp"
 #include "io/fs/files.hpp"
 
 namespace shellctl::test {
@@ -110,6 +111,7 @@ struct fixture {
   tmux_server_actor tmux;
   fs_watcher_actor watcher;
   cleanup_worker_actor cleanup;
+  metrics_registry_actor metrics;
 
   fixture() {
     char tmpl[] = "/tmp/shellctl-registry-XXXXXX";
@@ -126,6 +128,7 @@ struct fixture {
       caf::anon_send(tmux, shutdown_jobs{});
       caf::anon_send(watcher, shutdown_jobs{});
       caf::anon_send(cleanup, shutdown_jobs{});
+      caf::anon_send(metrics, shutdown_jobs{});
       sched->run();
     }
     sys.reset();
@@ -205,7 +208,8 @@ struct fixture {
     tmux = sys->spawn(tmux_stand_in, alive_sessions, &seen);
     watcher = sys->spawn(watcher_stand_in, &seen);
     cleanup = sys->spawn(cleanup_worker);
-    registry = sys->spawn(job_registry, js, store_actor, tmux, watcher, cleanup);
+    metrics = sys->spawn(metrics_registry, store_actor);
+    registry = sys->spawn(job_registry, js, store_actor, tmux, watcher, cleanup, metrics);
     sched->run();
   }
 
