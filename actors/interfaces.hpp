@@ -21,6 +21,9 @@ using metrics_registry_actor = caf::typed_actor<
     replies_to<metrics_scrape>::with<metrics_sample>,  // the counters now, with the jobs' counts
     reacts_to<shutdown_jobs>>;
 
+// event_log: the operational log's lines from actors (detached: it writes stderr).
+using event_log_actor = caf::typed_actor<reacts_to<log_event>, reacts_to<shutdown_jobs>>;
+
 // job_store: the one SQLite connection (detached: a write may wait for a busy database).
 using job_store_actor = caf::typed_actor<
     replies_to<store_insert>::with<store_reply>,       // the row after the insert

@@ -58,13 +58,34 @@ bool in_removal(self_ptr self) {
 // is not left by a start's late steps: those moves are refused (false), and the step only
 // cleans up. Any other move outside the table is a bug: logged, and made anyway, so that
 // the clients waiting are still answered.
+bool move_to(self_ptr self, job_phase to);
+
+// ---------------------------------------------------------------- the operational log
+
+// A warning about this job, one line (actors/event_log.hpp writes it).
+void warn(self_ptr self, std::string text) {
+  const auto& id = self->state.row.job_id;
+  self->send(self->state.peers.log,
+             log_event{io::log::level::warn, "job " + id + ": " + std::move(text), {{"job_id", id}}});
+}
+
+// A lifecycle event: created, then each status the row takes, then deleted.
+void log_lifecycle(self_ptr self, std::string_view event) {
+  const auto& r = self->state.row;
+  std::vector<io::log::field> f{{"event", std::string(event)},
+                                {"job_id", r.job_id},
+                                {"mode", std::string(io::store::mode_text(r.mode))}};
+  if (r.exit_code) f.push_back({"exit_code", std::to_string(*r.exit_code), true});
+  if (r.reason) f.push_back({"reason", *r.reason});
+  self->send(self->state.peers.log, log_event{io::log::level::info, "job", std::move(f)});
+}
+
 bool move_to(self_ptr self, job_phase to) {
   auto& st = self->state;
   if (in_removal(self) && to != job_phase::removed) return false;
   if (!can_move(st.phase, to))
-    std::fprintf(stderr, "shellctl: job %s: unexpected phase change %s -> %s\n",
-                 st.row.job_id.c_str(), std::string(phase_name(st.phase)).c_str(),
-                 std::string(phase_name(to)).c_str());
+    warn(self, "unexpected phase change " + std::string(phase_name(st.phase)) + " -> " +
+                   std::string(phase_name(to)));
   if (to == job_phase::removing) st.phase_before_removal = st.phase;
   st.phase = to;
   return true;
@@ -226,9 +247,7 @@ void store_request(self_ptr self, Message msg, std::function<void(store_reply&)>
           [self, msg, then, expected, backoff](store_reply& r) {
             auto& st = self->state;
             if (!r.ok && r.transient) {
-              if (!st.store_failing)
-                std::fprintf(stderr, "shellctl: job %s: store: %s; retrying until it succeeds\n",
-                             st.row.job_id.c_str(), r.error.c_str());
+              if (!st.store_failing) warn(self, "store: " + r.error + "; retrying until it succeeds");
               st.store_failing = true;
               if (expected) st.pending_row = expected;
               auto next = std::min(std::max(backoff * 2, std::chrono::milliseconds(100)),
@@ -242,16 +261,15 @@ void store_request(self_ptr self, Message msg, std::function<void(store_reply&)>
             }
             st.busy = false;
             st.pending_row.reset();
-            if (st.store_failing)
-              std::fprintf(stderr, "shellctl: job %s: store: writing again\n",
-                           st.row.job_id.c_str());
+            if (st.store_failing) warn(self, "store: writing again");
             st.store_failing = false;
             if (r.ok && r.row) {
               if (!done(self)) st.shown_live_status = st.row.status;
+              const auto before = st.row.status;
               st.row = *r.row;
+              if (st.row.status != before) log_lifecycle(self, io::store::status_text(st.row.status));
             }
-            if (!r.ok) std::fprintf(stderr, "shellctl: job %s: store: %s\n", st.row.job_id.c_str(),
-                                    r.error.c_str());
+            if (!r.ok) warn(self, "store: " + r.error);
             then(r);
             release_watch_if_settled(self);
             if (st.dirty && !in_removal(self)) {
@@ -367,13 +385,11 @@ void settle(self_ptr self) {
     case settle_action::lost: {
       // The evidence, for the operator: a lost job is a claim that nothing recorded its end.
       const auto& a = disk->record;
-      std::fprintf(stderr,
-                   "shellctl: job %s lost: session gone; runner-exit-code %s, runner-ended-at "
-                   "%s, %s\n",
-                   r.job_id.c_str(), a.code_file ? "present" : "missing",
-                   a.ended_file ? "present" : "missing",
-                   disk->drained_marker || disk->failed_marker ? "pipe finalized"
-                                                               : "pipe not finalized");
+      warn(self, std::string("lost: session gone; runner-exit-code ") +
+                     (a.code_file ? "present" : "missing") + ", runner-ended-at " +
+                     (a.ended_file ? "present" : "missing") + ", " +
+                     (disk->drained_marker || disk->failed_marker ? "pipe finalized"
+                                                                  : "pipe not finalized"));
       // Whatever of the job still runs (a stdio job's runner outlives its pane while a
       // child holds its pipes) is stopped: a lost job must not keep running where no API
       // call can reach it.
@@ -673,7 +689,7 @@ void begin_run(self_ptr self) {
     std::string why;
     if (!spec.home_view.empty() &&
         !io::fs::link_into_home_view(spec.home_view, st.row.job_id, st.output_abs, why))
-      std::fprintf(stderr, "shellctl: job %s: home view: %s\n", st.row.job_id.c_str(), why.c_str());
+      warn(self, "home view: " + why);
   } catch (const std::exception& e) {
     remove_job_files(self);
     st.run->reply.fail(job_errc::internal_error, e.what());
@@ -689,6 +705,7 @@ void begin_run(self_ptr self) {
       "the job is not started: it will be recorded as failed (start_failed)");
   store_request(self, store_insert{st.row}, [self](store_reply& r) {
     auto& st = self->state;
+    if (r.ok && r.changed) log_lifecycle(self, "created");
     if (r.ok && r.changed && start_cut_short(self)) return;
     if (!r.ok || !r.changed) {
       remove_job_files(self);
@@ -877,8 +894,7 @@ void remove_row(self_ptr self, delete_answer reply, std::uint64_t guard,
         auto& st = self->state;
         if (!r.ok && r.transient) {
           if (!st.store_failing)
-            std::fprintf(stderr, "shellctl: job %s: store: %s; retrying the delete\n",
-                         st.row.job_id.c_str(), r.error.c_str());
+            warn(self, "store: " + r.error + "; retrying the delete");
           st.store_failing = true;
           remove_job_files(self);
           auto next = std::min(std::max(backoff * 2, std::chrono::milliseconds(100)),
@@ -900,6 +916,7 @@ void remove_row(self_ptr self, delete_answer reply, std::uint64_t guard,
           return;
         }
         remove_job_files(self);
+        if (r.changed) log_lifecycle(self, "deleted");
         if (st.watching) self->send(st.peers.watcher, unwatch_dir{st.dir});
         st.watching = false;
         self->request(st.peers.registry, caf::infinite, job_removed{st.row.job_id})

@@ -28,6 +28,7 @@ struct job_peers {
   job_registry_actor registry;
   cleanup_worker_actor cleanup;
   metrics_registry_actor metrics;  // told of starts, final output sizes and input
+  event_log_actor log;             // lifecycle events and warnings, one line each
 };
 
 struct job_state {

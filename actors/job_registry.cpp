@@ -249,12 +249,12 @@ auto wait_for_recovery() {
 job_registry_actor::behavior_type job_registry(
     job_registry_actor::stateful_pointer<job_registry_state> self, job_settings cfg,
     job_store_actor store, tmux_server_actor tmux, fs_watcher_actor watcher,
-    cleanup_worker_actor cleanup, metrics_registry_actor metrics) {
+    cleanup_worker_actor cleanup, metrics_registry_actor metrics, event_log_actor log) {
   auto& st = self->state;
   st.cfg = std::move(cfg);
   st.peers = job_peers{std::move(store), std::move(tmux), std::move(watcher),
                        caf::actor_cast<job_registry_actor>(self), std::move(cleanup),
-                       std::move(metrics)};
+                       std::move(metrics), std::move(log)};
   // Recovering: until every row has its actor, job requests wait in the mailbox
   // (caf::skip) instead of meeting a half-built registry; then `serving` takes over and
   // the skipped requests are handled in their order. The HTTP front (and /healthz) is

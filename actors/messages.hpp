@@ -27,6 +27,7 @@
 #include "actors/routes.hpp"
 #include "io/fs/inotify_source.hpp"
 #include "io/http/server.hpp"
+#include "io/log/log_line.hpp"
 #include "io/store/jobs_db.hpp"
 
 namespace shellctl::actors {
@@ -298,6 +299,12 @@ struct snapshot_ended {  // snapshot_gate: an operation answered
 struct gc_swept {  // retention_gc: a sweep ran
   std::uint64_t expired = 0;
 };
+// job_actor → event_log: one line of the operational log (a lifecycle event or a warning).
+struct log_event {
+  io::log::level severity = io::log::level::info;
+  std::string msg;  // "job" for lifecycle events, else the warning's text
+  std::vector<io::log::field> fields;
+};
 // api_edge → metrics_registry: GET /metrics → metrics_sample (actors/metrics_model.hpp).
 struct metrics_scrape {};
 // metrics_registry → job_store: how many rows there are per status and mode.
@@ -399,6 +406,7 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::job_output_final)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::job_input_event)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::snapshot_ended)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::gc_swept)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::log_event)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::metrics_scrape)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::metrics_sample)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::store_count_jobs)

@@ -13,6 +13,7 @@
 #include "actors/api_edge.hpp"
 #include "actors/api_front.hpp"
 #include "actors/cleanup_worker.hpp"
+#include "actors/event_log.hpp"
 #include "actors/fs_watcher.hpp"
 #include "actors/job_registry.hpp"
 #include "actors/job_store.hpp"
@@ -30,6 +31,29 @@ namespace shellctl::actors {
 namespace {
 
 bool executable(const std::string& path) { return ::access(path.c_str(), X_OK) == 0; }
+
+// The server's own lines (startup, warnings, fatal errors) in the log's format: in text
+// the lines an operator (and a grep) knows, "shellctl: warning: ..."; in JSON the same
+// words as msg, with fields a collector can filter on.
+class server_log {
+ public:
+  server_log(io::log::format f, io::log::level min) : format_(f), min_(min) {}
+  void say(io::log::level l, const std::string& text, const std::vector<io::log::field>& fields = {}) const {
+    if (l < min_ && l != io::log::level::error) return;  // errors are always said
+    std::string out;
+    if (format_ == io::log::format::json)
+      io::log::append_line(out, format_, io::log::now_unix_us(), l, text, fields);
+    else
+      out = text + "\n";
+    io::log::write_stderr(out);
+  }
+  io::log::format format() const { return format_; }
+  io::log::level min_level() const { return min_; }
+
+ private:
+  io::log::format format_;
+  io::log::level min_;
+};
 
 std::string own_dir() {
   char buf[4096];
@@ -61,11 +85,11 @@ std::string find_helper(const std::string& name, bool bare_fallback) {
   return bare_fallback ? name : std::string();
 }
 
-void install_runner(const std::string& link) {
+void install_runner(const std::string& link, const server_log& log) {
   ::unlink(link.c_str());
   auto target = find_helper("shellctl-runner", false);
   if (target.empty()) {
-    std::fprintf(stderr, "shellctl: warning: shellctl-runner not found; jobs will fail to start\n");
+    log.say(io::log::level::warn, "shellctl: warning: shellctl-runner not found; jobs will fail to start");
     return;
   }
   if (::symlink(target.c_str(), link.c_str()) == 0) return;
@@ -78,7 +102,7 @@ void install_runner(const std::string& link) {
 // What jobs will run in, probed once so that an operator learns it at startup rather than
 // from every job failing with 125.
 std::string describe_sandbox(const io::config::serve_config& cfg,
-                             const io::sandbox::namespace_probe& probe) {
+                             const io::sandbox::namespace_probe& probe, const server_log& log) {
   const std::string& ns_why = probe.why;
   const bool ns = cfg.namespaces && probe.available;
   const int abi = io::sandbox::landlock_abi();
@@ -88,11 +112,11 @@ std::string describe_sandbox(const io::config::serve_config& cfg,
            (abi > 0 ? "ABI " + std::to_string(abi) : std::string("unavailable")) + ", " +
            (ns ? "own namespaces" : "no namespaces") + ")";
     if (!ns || abi <= 0)
-      std::fprintf(stderr,
-                   "shellctl: warning: this machine cannot build the job sandbox (%s): every job "
-                   "fails with exit code 125; SHELLCTL_ENABLE_PATH_ISOLATION=false runs jobs "
-                   "without path isolation\n",
-                   !ns ? ns_why.c_str() : "Landlock is not available");
+      log.say(io::log::level::warn,
+              "shellctl: warning: this machine cannot build the job sandbox (" +
+                  (!ns ? ns_why : std::string("Landlock is not available")) +
+                  "): every job fails with exit code 125; SHELLCTL_ENABLE_PATH_ISOLATION=false "
+                  "runs jobs without path isolation");
   } else {
     text = std::string("path isolation off (") +
            (ns ? "own namespaces" : cfg.namespaces ? "no namespaces: " + ns_why : "namespaces off") +
@@ -102,7 +126,11 @@ std::string describe_sandbox(const io::config::serve_config& cfg,
 }
 
 int serve(const io::config::serve_config& cfg, const io::sandbox::namespace_probe& probe) {
-  const std::string sandbox_text = describe_sandbox(cfg, probe);
+  // --log-format: text on a terminal, JSON lines otherwise (a collector reads a pipe).
+  const bool json_log = cfg.log_format == "json" || (cfg.log_format.empty() && ::isatty(STDERR_FILENO) != 1);
+  const server_log log(json_log ? io::log::format::json : io::log::format::text,
+                       static_cast<io::log::level>(std::clamp(cfg.log_level, 0, 3)));
+  const std::string sandbox_text = describe_sandbox(cfg, probe, log);
   job_settings js;
   js.state_dir = io::fs::absolute_clean(cfg.state_dir);
   js.runtime_dir = js.state_dir + "/runtime";  // D10: --state-dir moves it too
@@ -123,11 +151,11 @@ int serve(const io::config::serve_config& cfg, const io::sandbox::namespace_prob
     db = std::make_shared<io::store::jobs_db>(js.state_dir + "/shellctl.db",
                                               js.sqlite_busy_timeout_ms,
                                               io::store::jobs_db::open_mode::create_schema);
-    install_runner(js.runner_link);
+    install_runner(js.runner_link, log);
     js.state_dir_canonical = io::fs::canonical_or(js.state_dir);
     js.server_home_canonical = io::fs::canonical_or(cfg.home);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "shellctl: initialize: %s\n", e.what());
+    log.say(io::log::level::error, std::string("shellctl: initialize: ") + e.what());
     return 1;
   }
 
@@ -142,7 +170,8 @@ int serve(const io::config::serve_config& cfg, const io::sandbox::namespace_prob
   auto watcher = sys.spawn(fs_watcher);
   auto cleanup = sys.spawn<caf::detached>(cleanup_worker);
   auto metrics = sys.spawn<caf::detached>(metrics_registry, store);
-  auto registry = sys.spawn(job_registry, js, store, tmux, watcher, cleanup, metrics);
+  auto events = sys.spawn<caf::detached>(event_log, event_log_settings{log.format(), log.min_level()});
+  auto registry = sys.spawn(job_registry, js, store, tmux, watcher, cleanup, metrics, events);
   // One edge per scheduler thread: decoding bodies and encoding answers (output windows of
   // up to 512 KiB) then runs in parallel; the edges hold no state, so any request may go to
   // any of them (the front deals them out in turn).
@@ -165,6 +194,7 @@ int serve(const io::config::serve_config& cfg, const io::sandbox::namespace_prob
     caf::anon_send(store, shutdown_jobs{});
     caf::anon_send(cleanup, shutdown_jobs{});
     caf::anon_send(metrics, shutdown_jobs{});
+    caf::anon_send(events, shutdown_jobs{});
   };
 
   {
@@ -174,7 +204,7 @@ int serve(const io::config::serve_config& cfg, const io::sandbox::namespace_prob
         .receive([&](tmux_reply& r) { if (!r.ok) failure = "tmux: " + r.error; },
                  [&](caf::error& e) { failure = "tmux: " + sys.render(e); });
     if (!failure.empty()) {
-      std::fprintf(stderr, "shellctl: initialize: %s\n", failure.c_str());
+      log.say(io::log::level::error, "shellctl: initialize: " + failure);
       stop_all();
       return 1;
     }
@@ -185,10 +215,7 @@ int serve(const io::config::serve_config& cfg, const io::sandbox::namespace_prob
   http_cfg.port = cfg.listen_port;
   http_cfg.max_connections = cfg.max_connections;
   http_cfg.max_buffered_bytes = cfg.max_buffered_bytes;
-  if (cfg.log_level <= 1) {
-    const bool json = cfg.log_format == "json" || (cfg.log_format.empty() && ::isatty(STDERR_FILENO) != 1);
-    http_cfg.access_log = json ? io::http::log_format::json : io::http::log_format::text;
-  }
+  if (log.min_level() <= io::log::level::info) http_cfg.access_log = log.format();
   http_cfg.describe = [](const io::http::request& req, std::string& pattern, std::string& job) {
     const auto m = match_route(req.method, req.path);
     if (m.result != route_match::kind::found) return;
@@ -241,7 +268,7 @@ int serve(const io::config::serve_config& cfg, const io::sandbox::namespace_prob
   try {
     front.listen();
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "shellctl: %s\n", e.what());
+    log.say(io::log::level::error, std::string("shellctl: ") + e.what());
     stop_all();
     return 1;
   }
@@ -260,19 +287,24 @@ int serve(const io::config::serve_config& cfg, const io::sandbox::namespace_prob
                 caf::anon_send(gc, gc_tick{});  // GC once at startup, then every interval
                 return;
               }
-              std::fprintf(stderr, "shellctl: initialize: recover: %s\n", r.error.c_str());
+              log.say(io::log::level::error, "shellctl: initialize: recover: " + r.error);
               rc = 1;
               front.stop();
             },
             [&](caf::error& e) {
-              std::fprintf(stderr, "shellctl: initialize: recover: %s\n", sys.render(e).c_str());
+              log.say(io::log::level::error, "shellctl: initialize: recover: " + sys.render(e));
               rc = 1;
               front.stop();
             });
   });
-  std::fprintf(stderr, "shellctl serving on %s (auth %s, %s, state dir %s)\n",
-               cfg.listen_text.c_str(), cfg.token.empty() ? "off" : "on", sandbox_text.c_str(),
-               js.state_dir.c_str());
+  log.say(io::log::level::info,
+          "shellctl serving on " + cfg.listen_text + " (auth " + (cfg.token.empty() ? "off" : "on") +
+              ", " + sandbox_text + ", state dir " + js.state_dir + ")",
+          {{"listen", cfg.listen_text},
+           {"auth", cfg.token.empty() ? "off" : "on"},
+           {"sandbox", sandbox_text},
+           {"state_dir", js.state_dir},
+           {"version", SHELLCTL_VERSION}});
   front.run();
   // The startup actor refers to `front`: it must be gone before `front` is.
   caf::anon_send_exit(startup, caf::exit_reason::user_shutdown);

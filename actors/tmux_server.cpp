@@ -1,5 +1,6 @@
 #include "actors/tmux_server.hpp"
 
+#include <algorithm>
 #include <chrono>
 
 #include "io/tmux/command.hpp"
@@ -283,7 +284,11 @@ tmux_server_actor::behavior_type tmux_server(
             pc.done(pc.reply);
           }
         }
-        self->delayed_send(self, std::chrono::milliseconds(200),
+        // Every 200 ms for the first 2 s, then backing off to one try every 5 s: a server
+        // whose tmux cannot start (its state dir deleted under it) must not fork tmux
+        // five times a second for ever.
+        const int over = std::min(std::max(st.restart_failures - 10, 0), 5);
+        self->delayed_send(self, std::min(std::chrono::milliseconds(200 << over), std::chrono::milliseconds(5000)),
                            tmux_client_exited{st.generation});
       },
       [self](shutdown_jobs&) {

@@ -34,18 +34,11 @@ std::string new_request_id() {
 }
 
 void append_access_line(std::string& out, log_format f, const access_entry& e, std::int64_t unix_us) {
-  const std::time_t secs = static_cast<std::time_t>(unix_us / 1000000);
-  std::tm tm{};
-  ::gmtime_r(&secs, &tm);
-  char when[96];  // room for any int the compiler imagines in %04d
-  std::snprintf(when, sizeof when, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
-                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                static_cast<int>((unix_us / 1000) % 1000));
+  const std::string when = io::log::format_time(unix_us);
   char ms[32];
   std::snprintf(ms, sizeof ms, "%.3f", static_cast<double>(e.duration_us) / 1000.0);
   if (f == log_format::json) {
-    out += "{\"time\":\"";
-    out += when;
+    out += "{\"time\":\"" + when;
     out += "\",\"level\":\"info\",\"msg\":\"request\",\"request_id\":";
     json::append_string(out, e.request_id);
     out += ",\"method\":";

@@ -8,9 +8,11 @@
 #include <string>
 #include <string_view>
 
+#include "io/log/log_line.hpp"
+
 namespace shellctl::io::http {
 
-enum class log_format { off, text, json };
+using log_format = io::log::format;
 
 struct access_entry {
   std::string request_id;

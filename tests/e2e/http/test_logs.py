@@ -13,18 +13,19 @@ TOKEN = "log-token-" + "s3cr3t"
 MARKER = "body-marker-never-logged"
 
 
-def json_lines(server):
-    return [json.loads(l) for l in server.read_stderr().splitlines() if l.startswith("{")]
+def json_lines(server, msg=None):
+    lines = [json.loads(l) for l in server.read_stderr().splitlines() if l.startswith("{")]
+    return [l for l in lines if msg is None or l["msg"] == msg]
 
 
-def wait_for_lines(server, n, deadline=10):
+def wait_for_lines(server, n, deadline=10, msg="request"):
     end = time.monotonic() + deadline
     while time.monotonic() < end:
-        lines = json_lines(server)
+        lines = json_lines(server, msg)
         if len(lines) >= n:
             return lines
         time.sleep(0.05)
-    return json_lines(server)
+    return json_lines(server, msg)
 
 
 class JsonLogTest(unittest.TestCase):
@@ -62,6 +63,43 @@ class JsonLogTest(unittest.TestCase):
             self.assertNotIn(TOKEN, log)
             self.assertNotIn(MARKER, log)
 
+    def test_every_line_is_json_with_time_level_msg(self):
+        with Server(token=TOKEN, args=["--log-format", "json"]) as s:
+            s.run_to_completion("echo hi")
+            for line in s.read_stderr().splitlines():
+                entry = json.loads(line)  # not one line of another shape
+                self.assertTrue({"time", "level", "msg"} <= set(entry), entry)
+            start = [l for l in json_lines(s) if l["msg"].startswith("shellctl serving on ")]
+            self.assertEqual(len(start), 1, s.read_stderr())
+            self.assertEqual((start[0]["level"], start[0]["auth"], start[0]["listen"]),
+                             ("info", "on", f"127.0.0.1:{s.port}"))
+            self.assertEqual(start[0]["state_dir"], s.state_dir)
+            self.assertIn("path isolation", start[0]["sandbox"])
+
+    def test_job_lifecycle_events(self):
+        with Server(token=TOKEN, args=["--log-format", "json"]) as s:
+            job = s.run_to_completion(f"echo {MARKER}; exit 3")[0]["job_id"]
+            s.ok("DELETE", f"/v1/jobs/{job}")
+            stdio = s.run_to_completion("true", mode="stdio")[0]["job_id"]
+            end = time.monotonic() + 10
+            while time.monotonic() < end:
+                events = [l for l in json_lines(s, "job") if l["job_id"] == job]
+                if events and events[-1]["event"] == "deleted":
+                    break
+                time.sleep(0.05)
+            self.assertEqual([e["event"] for e in events],
+                             ["created", "starting", "running", "exited", "deleted"], events)
+            for e in events:
+                self.assertEqual((e["level"], e["mode"]), ("info", "pty"))
+                self.assertRegex(e["time"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
+            self.assertEqual(events[3]["exit_code"], 3)
+            self.assertNotIn("exit_code", events[2])
+            modes = {e["mode"] for e in json_lines(s, "job") if e["job_id"] == stdio}
+            self.assertEqual(modes, {"stdio"})
+            log = s.read_stderr()
+            self.assertNotIn(MARKER, log)  # never the script
+            self.assertNotIn(TOKEN, log)
+
     def test_ids_are_unique(self):
         with Server(args=["--log-format", "json"]) as s:
             ids = {s.request("GET", "/healthz")[1]["x-request-id"] for _ in range(50)}
@@ -77,6 +115,13 @@ class TextAndLevelTest(unittest.TestCase):
                 time.sleep(0.05)
             self.assertRegex(s.read_stderr(),
                              r"\d{4}-\d\d-\d\dT[\d:.]+Z request t-1 GET /healthz 200 [\d.]+ms\n")
+            self.assertIn(f"shellctl serving on 127.0.0.1:{s.port} (auth off, ", s.read_stderr())
+            job = s.run_to_completion("exit 5", mode="stdio")[0]["job_id"]
+            end = time.monotonic() + 10
+            while f"job event=exited job_id={job}" not in s.read_stderr() and time.monotonic() < end:
+                time.sleep(0.05)
+            self.assertRegex(s.read_stderr(), r"\d{4}-\d\d-\d\dT[\d:.]+Z info job event=exited "
+                             f"job_id={job} mode=stdio exit_code=5\n")
 
     def test_warn_level_logs_no_requests(self):
         with Server(args=["--log-format", "json", "--log-level", "warn"]) as s:

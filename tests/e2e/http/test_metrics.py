@@ -32,8 +32,7 @@ def value(samples, name, **labels):
 class MetricsTest(unittest.TestCase):
     # A server per test: the figures count from its start.
     def setUp(self):
-        self.server = Server(token=TOKEN)
-        self.server.start()
+        self.server = Server(token=TOKEN)  # started by the constructor
 
     def tearDown(self):
         self.server.close()

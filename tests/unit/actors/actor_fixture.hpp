@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "actors/cleanup_worker.hpp"
+#include "actors/event_log.hpp"
 #include "actors/job_registry.hpp"
 #include "actors/job_store.hpp"
 #include "actors/metrics_registry.hpp"
@@ -112,6 +113,7 @@ struct fixture {
   fs_watcher_actor watcher;
   cleanup_worker_actor cleanup;
   metrics_registry_actor metrics;
+  event_log_actor events;
 
   fixture() {
     char tmpl[] = "/tmp/shellctl-registry-XXXXXX";
@@ -129,6 +131,7 @@ struct fixture {
       caf::anon_send(watcher, shutdown_jobs{});
       caf::anon_send(cleanup, shutdown_jobs{});
       caf::anon_send(metrics, shutdown_jobs{});
+      caf::anon_send(events, shutdown_jobs{});
       sched->run();
     }
     sys.reset();
@@ -209,7 +212,9 @@ struct fixture {
     watcher = sys->spawn(watcher_stand_in, &seen);
     cleanup = sys->spawn(cleanup_worker);
     metrics = sys->spawn(metrics_registry, store_actor);
-    registry = sys->spawn(job_registry, js, store_actor, tmux, watcher, cleanup, metrics);
+    // The log is off: these tests read answers, not stderr (tests/e2e/http/test_logs.py does).
+    events = sys->spawn(event_log, event_log_settings{shellctl::io::log::format::off, {}});
+    registry = sys->spawn(job_registry, js, store_actor, tmux, watcher, cleanup, metrics, events);
     sched->run();
   }
 
