@@ -15,7 +15,10 @@ BUILD_DEPS=(meson ninja-build pkg-config g++ libcaf-dev libuv1-dev node-llhttp l
   libsimdjson-dev libzstd-dev libarchive-dev libssl-dev doctest-dev libseccomp-dev libcap-dev
   libcurl4-openssl-dev)
 RUN_DEPS=(tmux zstd python3 sqlite3 util-linux procps passwd)
-TEST_DEPS=(clang libclang-rt-14-dev wrk nginx-light strace gdb systemd)
+# podman/runc/debootstrap build and run the sandbox image (tests/e2e/image); prometheus
+# brings promtool, which checks /metrics.
+TEST_DEPS=(clang libclang-rt-14-dev wrk nginx-light strace gdb systemd podman runc debootstrap
+  containernetworking-plugins iptables prometheus)
 
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 

@@ -1,0 +1,257 @@
+"""The sandbox image (packaging/Dockerfile), built and run for real with podman.
+
+No registry is reachable from here, so the base image is made the way an air-gapped
+operator would: a debootstrap bookworm root from the machine's Debian mirror, imported
+with `podman import`; the Dockerfile is then built on it (BASE names it) and the
+container is driven over HTTP on loopback: healthz, auth, jobs as the dify user, Landlock
+refusing /tmp inside the container, the HEALTHCHECK, and a restart of the container that
+keeps finished results. Nothing here is skipped: a machine that cannot run containers
+fails this suite and says what refused.
+
+What this machine needs beyond a Docker host (KERNEL.md: no CAP_SYS_RESOURCE, cgroup v1
+hybrid): runc instead of crun (crun refuses hybrid cgroups), and rlimits no higher than
+the ones it has. `--security-opt unmask=ALL` is what any host needs: a job's sandbox mounts
+its own /proc, which the kernel refuses while the container's /proc has masked paths."""
+import json
+import os
+import re
+import resource
+import shutil
+import subprocess
+import tempfile
+import time
+import unittest
+import urllib.error
+import urllib.request
+
+from harness import free_port
+
+SOURCE_DIR = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+BUILD_DIR = os.environ.get("SHELLCTL_BUILD_DIR") or os.path.join(SOURCE_DIR, "build")
+BASE = "localhost/shellctl-e2e-base:bookworm"
+IMAGE = "localhost/shellctl-e2e:latest"
+TOKEN = "image-test-token"
+
+
+def run(cmd, timeout=900, check=True, **kw):
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, **kw)
+    if check and r.returncode != 0:
+        raise AssertionError(f"{' '.join(cmd)} exited {r.returncode}:\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
+    return r
+
+
+def debian_mirror():
+    """The mirror this machine's apt uses (the only network there is)."""
+    for path in ("/etc/apt/sources.list.d/debian.sources", "/etc/apt/sources.list"):
+        try:
+            text = open(path).read()
+        except OSError:
+            continue
+        m = re.search(r"^URIs:\s*(\S+)", text, re.M) or re.search(r"^deb\s+(?:\[[^]]*\]\s+)?(\S+)\s+bookworm", text, re.M)
+        if m:
+            return m.group(1)
+    return "http://deb.debian.org/debian"
+
+
+def limits():
+    """--ulimit values this machine lets a container set: podman's defaults (1048576) are
+    above its hard limits, and without CAP_SYS_RESOURCE nothing may raise them."""
+    nofile = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    nproc = resource.getrlimit(resource.RLIMIT_NPROC)[1]
+    nofile = 1048576 if nofile == resource.RLIM_INFINITY else min(nofile, 1048576)
+    nproc = 4096 if nproc == resource.RLIM_INFINITY else min(nproc, 4096)
+    return ["--ulimit", f"nofile={nofile}:{nofile}", "--ulimit", f"nproc={nproc}:{nproc}"]
+
+
+RUNTIME = ["--runtime", "runc"]
+
+
+def remove_root(root):
+    """A debootstrap root may still have /proc (or more) mounted in it if debootstrap was
+    interrupted: unmount whatever is below it, then remove it without crossing into
+    another file system (never the host's /proc or /dev through a leftover mount)."""
+    mounts = []
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            point = line.split()[4]
+            if point == root or point.startswith(root + "/"):
+                mounts.append(point)
+    for point in sorted(mounts, key=len, reverse=True):
+        subprocess.run(["umount", "-l", point], capture_output=True)
+    subprocess.run(["rm", "-rf", "--one-file-system", root], capture_output=True)
+
+
+class Image(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        for tool in ("podman", "runc", "debootstrap"):
+            if shutil.which(tool) is None and not os.path.exists(f"/usr/sbin/{tool}"):
+                raise AssertionError(f"{tool} is missing (packaging/dev.sh installs it)")
+        cls.work = tempfile.mkdtemp(prefix="shellctl-image-", dir=BUILD_DIR)
+        cls.containers = []
+        root = os.path.join(cls.work, "root")
+        run(["debootstrap", "--variant=minbase", "bookworm", root, debian_mirror()], timeout=900)
+        tar = subprocess.Popen(["tar", "-C", root, "-c", "."], stdout=subprocess.PIPE)
+        imp = subprocess.run(["podman", "import", "-", BASE], stdin=tar.stdout,
+                             capture_output=True, text=True, timeout=600)
+        tar.stdout.close()
+        if tar.wait() != 0 or imp.returncode != 0:
+            raise AssertionError(f"podman import failed: {imp.stderr}")
+        remove_root(root)
+        # --network host: the build stages fetch Debian packages from the mirror above.
+        # --format docker: OCI images have no HEALTHCHECK; Docker's format keeps it.
+        b = run(["podman", "build", *RUNTIME, "--network", "host", *limits(), "--format", "docker",
+                 "--build-arg", f"BASE={BASE}", "-f", os.path.join(SOURCE_DIR, "packaging", "Dockerfile"),
+                 "-t", IMAGE, SOURCE_DIR], timeout=1800, check=False)
+        if b.returncode != 0:
+            raise AssertionError(f"podman build failed:\n{b.stdout[-4000:]}\n{b.stderr[-4000:]}")
+        cls.port = free_port()
+        cls.name = f"shellctl-e2e-{os.getpid()}"
+        cls.start_container(cls.name, cls.port, ["-e", f"SHELLCTL_AUTH_TOKEN={TOKEN}",
+                                                 "-e", "SHELLCTL_ENABLE_PATH_ISOLATION=true"])
+
+    @classmethod
+    def start_container(cls, name, port, extra):
+        run(["podman", "run", "-d", "--name", name, *RUNTIME, *limits(), "--security-opt", "unmask=ALL",
+             "-p", f"127.0.0.1:{port}:5004", *extra, IMAGE])
+        cls.containers.append(name)
+        cls.wait_healthy(port, name)
+
+    @classmethod
+    def wait_healthy(cls, port, name):
+        deadline = time.monotonic() + 120  # a liveness bound, not a timing goal
+        while time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2) as r:
+                    if r.status == 200:
+                        return
+            except (urllib.error.URLError, ConnectionError, OSError):
+                pass
+            time.sleep(0.2)
+        logs = run(["podman", "logs", name], check=False)
+        raise AssertionError(f"container {name} never answered /healthz:\n{logs.stdout}{logs.stderr}")
+
+    @classmethod
+    def tearDownClass(cls):
+        for name in getattr(cls, "containers", []):
+            run(["podman", "rm", "-f", "-t", "2", name], check=False)
+        run(["podman", "rmi", "-f", IMAGE, BASE], check=False)
+        run(["podman", "image", "prune", "-f"], check=False)
+        if getattr(cls, "work", None):
+            remove_root(os.path.join(cls.work, "root"))
+            shutil.rmtree(cls.work, ignore_errors=True)
+
+    def call(self, method, path, body=None, token=TOKEN, port=None):
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(f"http://127.0.0.1:{port or self.port}{path}", data=data, method=method)
+        if token:
+            req.add_header("Authorization", f"Bearer {token}")
+        if data is not None:
+            req.add_header("Content-Type", "application/json")
+        try:
+            with urllib.request.urlopen(req, timeout=60) as r:
+                return r.status, json.loads(r.read() or b"null")
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read() or b"null")
+
+    def job(self, script, mode="pty"):
+        st, body = self.call("POST", "/v1/jobs/run", {"script": script, "mode": mode,
+                                                      "timeout": 30})
+        self.assertEqual(st, 200, body)
+        self.assertTrue(body["done"], body)
+        return body
+
+    # ---- the image as built ----------------------------------------------------------------
+    def test_image_metadata(self):
+        info = json.loads(run(["podman", "image", "inspect", IMAGE]).stdout)[0]
+        cfg = info["Config"]
+        self.assertEqual(cfg["User"], "dify")
+        self.assertEqual(cfg["WorkingDir"], "/home/dify")
+        self.assertIn("5004/tcp", cfg["ExposedPorts"])
+        self.assertEqual(cfg["Entrypoint"], ["/usr/bin/tini", "-g", "--"])
+        self.assertEqual(cfg["Cmd"], ["shellctl", "serve", "--listen", "0.0.0.0:5004"])
+        self.assertIn("HOME=/home/dify", cfg["Env"])
+        hc = info.get("Healthcheck") or cfg.get("Healthcheck")
+        self.assertTrue(hc and "/healthz" in " ".join(hc["Test"]), info)
+
+    def test_tools_an_agent_expects_are_installed(self):
+        tools = "bash curl file git jq less ssh ps rg tini tmux unzip xz zip shellctl dify-agent"
+        r = run(["podman", "run", "--rm", *RUNTIME, *limits(), IMAGE, "sh", "-c",
+                 f"for t in {tools}; do command -v $t >/dev/null || echo missing $t; done; "
+                 "ls /usr/local/libexec/shellctl; stat -c '%U' /workspace /home/dify; test -f /etc/ssl/certs/ca-certificates.crt && echo certs"])
+        self.assertNotIn("missing", r.stdout)
+        self.assertIn("shellctl-runner\nshellctl-runner-exit\nshellctl-sanitize-pty", r.stdout)
+        self.assertIn("dify\ndify\n", r.stdout)
+        self.assertIn("certs", r.stdout)
+
+    def test_require_auth_token_refuses_to_start_without_one(self):
+        r = run(["podman", "run", "--rm", *RUNTIME, *limits(), IMAGE, "shellctl", "serve",
+                 "--listen", "127.0.0.1:5004", "--require-auth-token"], check=False, timeout=120)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("token", (r.stdout + r.stderr).lower())
+
+    # ---- the running container -------------------------------------------------------------
+    def test_startup_line_states_the_sandbox(self):
+        logs = run(["podman", "logs", self.name])
+        self.assertRegex(logs.stdout + logs.stderr,
+                         r"shellctl serving on 0\.0\.0\.0:5004 \(auth on, path isolation on "
+                         r"\(landlock ABI \d+, own namespaces\)")
+
+    def test_auth_is_required(self):
+        st, body = self.call("GET", "/v1/jobs", token=None)
+        self.assertEqual((st, body["error"]["code"]), (401, "unauthorized"))
+        st, body = self.call("GET", "/v1/jobs", token="wrong")
+        self.assertEqual(st, 401)
+
+    def test_pty_and_stdio_jobs_run_as_dify(self):
+        body = self.job("id -un; echo $HOME; pwd")
+        self.assertEqual((body["status"], body["exit_code"]), ("exited", 0), body)
+        self.assertEqual(body["output"].split(), ["dify", "/home/dify", "/home/dify"])
+        body = self.job("printf 'a\\nb\\n'; exit 3", mode="stdio")
+        self.assertEqual((body["status"], body["exit_code"], body["output"]), ("exited", 3, "a\nb\n"))
+
+    def test_landlock_denies_tmp_and_grants_workspace(self):
+        body = self.job("ls /tmp >/dev/null 2>&1 && echo tmp-readable; "
+                        "{ echo x > /tmp/escape; } 2>/dev/null && echo tmp-writable; "
+                        "echo kept > /workspace/w && cat /workspace/w; "
+                        "cat /home/dify/.local/share/shellctl/shellctl.db >/dev/null 2>&1 && echo db-readable; "
+                        "echo done")
+        self.assertEqual(body["exit_code"], 0, body)
+        self.assertEqual(body["output"].split(), ["kept", "done"], body)
+        # Refused by the sandbox, not missing: the same write from outside a job works.
+        run(["podman", "exec", self.name, "sh", "-c", "echo probe > /tmp/outside && rm /tmp/outside"])
+        # Nothing reached the container's /tmp.
+        r = run(["podman", "exec", self.name, "ls", "-A", "/tmp"])
+        self.assertNotIn("escape", r.stdout)
+
+    def test_healthcheck_passes(self):
+        r = run(["podman", "healthcheck", "run", self.name], check=False, timeout=60)
+        self.assertEqual(r.returncode, 0, (r.stdout, r.stderr))
+
+    def test_restart_keeps_finished_results(self):
+        # Its own container: a restart must not race the other tests' jobs.
+        port, name = free_port(), f"shellctl-e2e-restart-{os.getpid()}"
+        self.start_container(name, port, ["-e", f"SHELLCTL_AUTH_TOKEN={TOKEN}"])
+        st, body = self.call("POST", "/v1/jobs/run", {"script": "echo before-restart; exit 7",
+                                                      "timeout": 30}, port=port)
+        self.assertEqual((st, body["done"], body["exit_code"]), (200, True, 7), body)
+        job = body["job_id"]
+        st, running = self.call("POST", "/v1/jobs/run", {"script": "sleep 600", "timeout": 0.2},
+                                port=port)
+        self.assertEqual((st, running["status"]), (200, "running"), running)
+        run(["podman", "restart", "-t", "10", name], timeout=120)
+        self.wait_healthy(port, name)
+        st, view = self.call("GET", f"/v1/jobs/{job}", port=port)
+        self.assertEqual((st, view["status"], view["exit_code"], view["done"]), (200, "exited", 7, True), view)
+        st, tail = self.call("GET", f"/v1/jobs/{job}/log/tail", port=port)
+        self.assertEqual((st, tail["output"]), (200, "before-restart\n"), tail)
+        st, listing = self.call("GET", "/v1/jobs", port=port)
+        self.assertIn(job, [j["job_id"] for j in listing["jobs"]])
+        # The restart ended the job that was running (its tmux went with the container):
+        # recovery says so instead of calling it running.
+        st, gone = self.call("GET", f"/v1/jobs/{running['job_id']}", port=port)
+        self.assertEqual((st, gone["status"], gone["done"]), (200, "lost", True), gone)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
