@@ -132,7 +132,18 @@ int serve(const io::config::serve_config& cfg, const io::sandbox::namespace_prob
                        static_cast<io::log::level>(std::clamp(cfg.log_level, 0, 3)));
   const std::string sandbox_text = describe_sandbox(cfg, probe, log);
   job_settings js;
-  js.state_dir = io::fs::absolute_clean(cfg.state_dir);
+  try {
+    // The state dir by its real path. A job's sandbox mounts its new root on the job's own
+    // directory and names the job's files by these paths, so a symlink on the way (systemd's
+    // DynamicUser makes /var/lib/<name> one, into /var/lib/private) would leave the job's
+    // script out of its reach. Without symlinks this is the path as given.
+    const std::string given = io::fs::absolute_clean(cfg.state_dir);
+    io::fs::make_dirs(given, 0700);
+    js.state_dir = io::fs::canonical_or(given);
+  } catch (const std::exception& e) {
+    log.say(io::log::level::error, std::string("shellctl: initialize: ") + e.what());
+    return 1;
+  }
   js.runtime_dir = js.state_dir + "/runtime";  // D10: --state-dir moves it too
   js.tmux_socket = js.runtime_dir + "/tmux.sock";
   js.runner_link = js.runtime_dir + "/bin/shellctl-runner";

@@ -30,6 +30,7 @@ SOURCE_DIR = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", ".."
 BUILD_DIR = os.environ.get("SHELLCTL_BUILD_DIR") or os.path.join(SOURCE_DIR, "build")
 BASE = "localhost/shellctl-e2e-base:bookworm"
 IMAGE = "localhost/shellctl-e2e:latest"
+SYSTEMD_IMAGE = "localhost/shellctl-e2e-systemd:latest"
 TOKEN = "image-test-token"
 
 
@@ -135,7 +136,7 @@ class Image(unittest.TestCase):
     def tearDownClass(cls):
         for name in getattr(cls, "containers", []):
             run(["podman", "rm", "-f", "-t", "2", name], check=False)
-        run(["podman", "rmi", "-f", IMAGE, BASE], check=False)
+        run(["podman", "rmi", "-f", SYSTEMD_IMAGE, IMAGE, BASE], check=False)
         run(["podman", "image", "prune", "-f"], check=False)
         if getattr(cls, "work", None):
             remove_root(os.path.join(cls.work, "root"))
@@ -248,9 +249,77 @@ class Image(unittest.TestCase):
         st, listing = self.call("GET", "/v1/jobs", port=port)
         self.assertIn(job, [j["job_id"] for j in listing["jobs"]])
         # The restart ended the job that was running (its tmux went with the container):
-        # recovery says so instead of calling it running.
-        st, gone = self.call("GET", f"/v1/jobs/{running['job_id']}", port=port)
-        self.assertEqual((st, gone["status"], gone["done"]), (200, "lost", True), gone)
+        # once recovery has settled it (it first waits out the runner's exit grace), it is
+        # lost, never done as anything else.
+        deadline = time.monotonic() + 60  # liveness bound
+        while True:
+            st, gone = self.call("POST", f"/v1/jobs/{running['job_id']}/wait",
+                                 {"offset": 0, "timeout": 5}, port=port)
+            self.assertEqual(st, 200, gone)
+            if gone["done"] or time.monotonic() > deadline:
+                break
+        self.assertEqual((gone["status"], gone["done"], gone["exit_code"]), ("lost", True, None), gone)
+
+
+    # ---- the systemd unit, under a real systemd ----------------------------------------------
+    def test_unit_runs_jobs_under_systemd(self):
+        """The installed unit (DynamicUser, ProtectSystem=strict, PrivateTmp, the syscall
+        filter...) under systemd as PID 1 in a container: it starts, runs jobs as its
+        transient user in their sandbox, and a service restart leaves a running job running
+        (KillMode=process). --privileged: systemd needs CAP_SYS_ADMIN to give the unit its
+        own mount namespace (226/NAMESPACE otherwise)."""
+        run(["podman", "build", *RUNTIME, "--network", "host", *limits(), "--build-arg", f"IMAGE={IMAGE}",
+             "-f", os.path.join(os.path.dirname(os.path.abspath(__file__)), "systemd.Containerfile"),
+             "-t", SYSTEMD_IMAGE, os.path.dirname(os.path.abspath(__file__))], timeout=900)
+        name = f"shellctl-e2e-systemd-{os.getpid()}"
+        run(["podman", "run", "-d", "--name", name, *RUNTIME, *limits(), "--systemd=always", "--privileged",
+             SYSTEMD_IMAGE])
+        self.containers.append(name)
+
+        def sh(script, check=True, timeout=120):
+            return run(["podman", "exec", name, "sh", "-c", script], check=check, timeout=timeout)
+
+        deadline = time.monotonic() + 120  # liveness bound
+        while sh("systemctl is-active shellctl && curl -fsS http://127.0.0.1:8765/healthz",
+                 check=False).returncode != 0:
+            if time.monotonic() > deadline:
+                status = sh("systemctl status shellctl --no-pager; journalctl -u shellctl --no-pager | tail -30",
+                            check=False)
+                raise AssertionError(f"the unit never served:\n{status.stdout}{status.stderr}")
+            time.sleep(0.5)
+
+        def api(method, path, body=None):
+            data = f"-d '{json.dumps(body)}'" if body is not None else ""
+            r = sh(f"curl -sS -m 60 -X {method} {data} http://127.0.0.1:8765{path}")
+            return json.loads(r.stdout)
+
+        body = api("POST", "/v1/jobs/run", {"script": "id -u; echo $HOME; pwd; "
+                                                       "{ echo x > /tmp/escape; } 2>/dev/null && echo tmp-writable; "
+                                                       "echo ok", "timeout": 30})
+        self.assertEqual((body["status"], body["exit_code"]), ("exited", 0), body)
+        uid, home, cwd, last = body["output"].split()
+        self.assertNotEqual(uid, "0")  # DynamicUser: a transient unprivileged user
+        self.assertEqual((home, last), ("/var/lib/shellctl/home", "ok"), body)
+        # The state dir by its real path (DynamicUser's /var/lib/shellctl is a symlink).
+        self.assertTrue(body["output_path"].startswith("/var/lib/private/shellctl/state/jobs/"), body)
+
+        journal = sh("journalctl -u shellctl --no-pager -o cat").stdout
+        self.assertIn("own namespaces", journal)
+        self.assertIn('"msg":"job","event":"exited"', journal)  # JSON lines: stderr is no terminal
+
+        running = api("POST", "/v1/jobs/run", {"script": "sleep 300", "timeout": 0.2})
+        self.assertEqual(running["status"], "running", running)
+        before = sh("systemctl show -p MainPID --value shellctl").stdout.strip()
+        sh("systemctl restart shellctl")
+        deadline = time.monotonic() + 60
+        while sh("curl -fsS http://127.0.0.1:8765/healthz", check=False).returncode != 0:
+            self.assertLess(time.monotonic(), deadline, "the unit did not come back")
+            time.sleep(0.2)
+        self.assertNotEqual(sh("systemctl show -p MainPID --value shellctl").stdout.strip(), before)
+        view = api("GET", f"/v1/jobs/{running['job_id']}")
+        self.assertEqual((view["status"], view["done"]), ("running", False), view)
+        end = api("POST", f"/v1/jobs/{running['job_id']}/terminate", {"grace_seconds": 1})
+        self.assertEqual(end["status"], "terminated", end)
 
 
 if __name__ == "__main__":
