@@ -155,6 +155,20 @@ void ask_snapshot(self_ptr self, const snapshot_gate_actor& gate, std::chrono::n
             [resp](caf::error& e) { resp.send(error_response(read_job_error(e))); });
 }
 
+// The stream's own actor answers once it is open; the edge answers only a refusal (unknown
+// job, offset beyond the log) that comes before it.
+void ask_stream(self_ptr self, const job_registry_actor& registry, http_call& call) {
+  const io::http::responder resp = call.resp;
+  auto offset = decode_stream_offset(call.req);
+  if (auto* err = std::get_if<job_error_view>(&offset)) {
+    resp.send(error_response(*err));
+    return;
+  }
+  self->request(registry, margin, stream_request{call.route.job_id, std::get<std::uint64_t>(offset), resp})
+      .then([](stream_opened&) {},
+            [resp](caf::error& e) { resp.send(error_response(read_job_error(e))); });
+}
+
 void ask_metrics(self_ptr self, const metrics_registry_actor& metrics, const io::http::responder& resp) {
   self->request(metrics, margin, metrics_scrape{})
       .then(
@@ -183,6 +197,10 @@ api_edge_actor::behavior_type api_edge(api_edge_actor::stateful_pointer<api_edge
         try {
           if (call.route.id == route::snapshot_save || call.route.id == route::snapshot_restore) {
             ask_snapshot(self, gate, snapshot_timeout, call);
+            return;
+          }
+          if (call.route.id == route::stream) {
+            ask_stream(self, registry, call);
             return;
           }
           if (call.route.id == route::metrics) {

@@ -100,6 +100,9 @@ operation describe(route r) {
   switch (r) {
     case route::healthz: return {"Liveness", "", "Health", {}, false};
     case route::openapi: return {"This document", "", "object", {}};
+    case route::stream:
+      return {"Follow a job's output as server-sent events (output, then exit); resume with Last-Event-ID",
+              "", "text/event-stream", {{"offset", R"({"type":"integer","minimum":0,"default":0})"}}};
     case route::metrics: return {"Counters, gauges and histograms in Prometheus text format 0.0.4", "", "text/plain", {}};
     case route::run: return {"Create and start a job, then wait for its first output", "RunRequest", "JobResult", {}};
     case route::list:

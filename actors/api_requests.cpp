@@ -181,6 +181,7 @@ decoded_request decode(const io::http::request& req, const route_match& m) {
     case route::healthz:  // answered by the front; never decoded
     case route::openapi:
     case route::metrics:  // answered by the edge from metrics_registry
+    case route::stream:   // decoded by decode_stream_offset, opened by the edge
     case route::snapshot_save:  // decoded by decode_snapshot_excludes, run by the gate
     case route::snapshot_restore:
       break;
@@ -227,6 +228,19 @@ decoded_request decode_request(const io::http::request& req, const route_match& 
   } catch (const bad_request& e) {
     return job_error_view{e.code, e.message};
   }
+}
+
+std::variant<job_error_view, std::uint64_t> decode_stream_offset(const io::http::request& req) {
+  std::optional<std::string> given;
+  if (const std::string* last = req.find_header("last-event-id"))
+    given = *last;
+  else
+    given = query_param(req.query, "offset");
+  if (!given || given->empty()) return std::uint64_t{0};
+  const bool digits = given->size() <= 19 && given->find_first_not_of("0123456789") == std::string::npos;
+  if (!digits)
+    return job_error_view{job_errc::invalid_request, "offset must be a non-negative integer"};
+  return static_cast<std::uint64_t>(std::stoull(*given));
 }
 
 std::variant<job_error_view, std::vector<std::string>> decode_snapshot_excludes(

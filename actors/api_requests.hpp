@@ -22,6 +22,11 @@ using decoded_request =
 // `route` is the front's match for `req` (a job route, never healthz or a snapshot).
 decoded_request decode_request(const io::http::request& req, const route_match& route);
 
+// GET /v1/jobs/{id}/stream (extensions.md §E2): where the stream starts. Last-Event-ID (an
+// EventSource reconnecting sends its last id, which is the offset after that event) wins
+// over ?offset=N; neither means 0. Anything but a non-negative integer is 400.
+std::variant<job_error_view, std::uint64_t> decode_stream_offset(const io::http::request& req);
+
 // The body of POST /v1/snapshot/save (snapshot.md §4.1): optional {"excludes": [...]};
 // only its first 64 KiB are read, and only the first JSON value; empty means none.
 std::variant<job_error_view, std::vector<std::string>> decode_snapshot_excludes(

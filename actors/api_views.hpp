@@ -3,6 +3,7 @@
 // field sets and order (decision D3 for exit codes), and job_errc errors as the API's
 // status and error body. Pure functions, used by the api_edge actor and the front.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -19,6 +20,14 @@ std::string job_deleted_json(const job_deleted& d);
 std::string snapshot_restored_json(const snapshot_restored& r);
 // The trailers that say a save succeeded (snapshot.md §4.7: a pinned wire contract).
 std::vector<io::http::header> snapshot_trailers(const snapshot_saved& s);
+
+// GET /v1/jobs/{id}/stream (extensions.md §E2): one server-sent event, framed
+// ("event: <name>\nid: <id>\ndata: <json>\n\n"). The JSON is one line (Go escaping keeps
+// every newline inside strings escaped).
+std::string sse_output_event(std::uint64_t offset, std::uint64_t next_offset, std::string_view text);
+std::string sse_exit_event(std::string_view job_id, std::string_view status,
+                           const std::optional<std::int64_t>& exit_code, std::uint64_t offset);
+inline constexpr std::string_view sse_keepalive = ": keepalive\n\n";
 
 io::http::response json_response(int status, std::string body);
 io::http::response error_response(int status, std::string_view code, std::string_view message);

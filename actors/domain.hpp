@@ -76,6 +76,9 @@ struct job_deleted {
   std::string job_id;
 };
 
+// GET /v1/jobs/{id}/stream: the stream is open; its job_stream actor writes the answer.
+struct stream_opened {};
+
 // One row of GET /v1/jobs.
 struct job_info {
   std::string job_id;

@@ -56,6 +56,13 @@ using fs_watcher_actor = caf::typed_actor<
 using cleanup_worker_actor = caf::typed_actor<reacts_to<remove_tree>, reacts_to<kill_groups_naming>,
                                               reacts_to<shutdown_jobs>>;
 
+// job_stream: one per GET /v1/jobs/{id}/stream; owns its connection's answer and reads the
+// log as the connection drains (actors/job_stream.hpp).
+using job_stream_actor = caf::typed_actor<reacts_to<output_progress>,  // from its job_actor
+                                          reacts_to<stream_drained>,   // from the loop thread
+                                          reacts_to<stream_keepalive>,  // internal: its timer
+                                          reacts_to<shutdown_jobs>>;
+
 // job_actor: one per job; owns its status and answers every request about it.
 using job_actor_type = caf::typed_actor<
     replies_to<run_request>::with<job_result>,        // starts the job, then waits as asked
@@ -65,6 +72,7 @@ using job_actor_type = caf::typed_actor<
     replies_to<input_request>::with<job_result>,      // pastes, then waits as asked
     replies_to<terminate_request>::with<job_status_view>,  // once ended and output final
     replies_to<delete_request>::with<job_deleted>,
+    replies_to<stream_request>::with<stream_opened>,  // a job_stream now writes the answer
     replies_to<info_request>::with<job_info>,         // the row for GET /v1/jobs
     reacts_to<dir_changed>,                           // from fs_watcher
     reacts_to<session_gone>,                          // from tmux_server
@@ -87,6 +95,7 @@ using job_registry_actor = caf::typed_actor<
     replies_to<input_request>::with<job_result>,
     replies_to<terminate_request>::with<job_status_view>,
     replies_to<delete_request>::with<job_deleted>,
+    replies_to<stream_request>::with<stream_opened>,
     replies_to<list_request>::with<job_list>,
     replies_to<recover_all>::with<store_rows>,   // settle every row (startup, D8)
     replies_to<job_removed>::with<removal_ack>,  // from a job actor that is gone

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <random>
 
+#include "actors/job_stream.hpp"
 #include "actors/settle_rules.hpp"
 #include "io/fs/files.hpp"
 #include "io/fs/job_dir.hpp"
@@ -420,8 +421,40 @@ void answer_window(self_ptr self, const job_state::waiter& w, bool job_done) {
 }
 
 // http-api.md §5.2 (actors/long_poll.hpp), driven by events and timers, not a sleep loop.
+// What the output is now, for the streams: done first, then the size (a done job's log
+// does not grow, so that size is final).
+output_progress progress_now(self_ptr self) {
+  auto& st = self->state;
+  output_progress p;
+  p.done = shown_done(self);
+  p.size = io::text::file_size_or_zero(st.output_abs);
+  if (p.done) {
+    const auto row = shown_row(self);
+    p.status = std::string(io::store::status_text(row.status));
+    if (row.status == job_status::exited) p.exit_code = row.exit_code;  // D3
+  }
+  return p;
+}
+
+// Tells every stream of news (the log grew, or the output became final); `final_word`
+// ends them whatever the status shows (the job is being deleted).
+void notify_streams(self_ptr self, bool final_word = false) {
+  auto& st = self->state;
+  if (st.streams.empty()) return;
+  auto p = progress_now(self);
+  if (final_word && !p.done) {
+    p.done = true;
+    p.status = std::string(io::store::status_text(known_row(self).status));
+  }
+  if (p.size == st.streams_told_size && p.done == st.streams_told_done) return;
+  st.streams_told_size = p.size;
+  st.streams_told_done = p.done;
+  for (auto& s : st.streams) self->send(s, p);
+}
+
 void evaluate_waiters(self_ptr self) {
   auto& st = self->state;
+  notify_streams(self);
   // Also while a store write is in flight or retried: a waiter is owed its answer at its
   // deadline, and what it shows is what is known (known_row).
   if (st.waiters.empty()) return;
@@ -915,6 +948,7 @@ void remove_row(self_ptr self, delete_answer reply, std::uint64_t guard,
           for (auto& h : held) h.serve();
           return;
         }
+        notify_streams(self, true);  // their exit event, before the log goes
         remove_job_files(self);
         if (r.changed) log_lifecycle(self, "deleted");
         if (st.watching) self->send(st.peers.watcher, unwatch_dir{st.dir});
@@ -988,6 +1022,25 @@ void serve_request(self_ptr self, const tail_request& req, const answer<job_resu
   auto row = shown_row(self);
   auto win = io::text::read_output_tail(self->state.output_abs, req.limit);
   reply.ok(job_result{std::move(row), self->state.output_abs, std::move(win)});
+}
+
+// GET .../stream: a job_stream of its own takes the connection from here on.
+void serve_request(self_ptr self, const stream_request& req, const answer<stream_opened>& reply) {
+  auto& st = self->state;
+  const auto size = io::text::file_size_or_zero(st.output_abs);
+  if (req.offset > size) {
+    reply.fail(job_errc::invalid_offset, offset_text(req.offset, size));
+    return;
+  }
+  job_stream_settings cfg;
+  cfg.job_id = st.row.job_id;
+  cfg.output_path = st.output_abs;
+  cfg.offset = req.offset;
+  cfg.out = req.out;
+  auto stream = self->spawn<caf::monitored>(job_stream, std::move(cfg));
+  st.streams.push_back(stream);
+  self->send(stream, progress_now(self));
+  reply.ok(stream_opened{});
 }
 
 void serve_request(self_ptr self, const status_request&, const answer<job_status_view>& reply) {
@@ -1074,6 +1127,12 @@ job_actor_type::behavior_type job_actor(job_actor_type::stateful_pointer<job_sta
   st.files = io::fs::job_dir(st.dir);
   st.output_abs = io::fs::join(st.cfg.state_dir, st.row.output_path);
   st.shown_live_status = done(self) ? job_status::running : st.row.status;
+  self->set_down_handler([self](caf::down_msg& dm) {
+    auto& streams = self->state.streams;
+    streams.erase(std::remove_if(streams.begin(), streams.end(),
+                                 [&](const job_stream_actor& s) { return s.address() == dm.source; }),
+                  streams.end());
+  });
   return {
       // The first message of a new job (the registry delegates its run): start it.
       [self](run_request& req) -> caf::result<job_result> {
@@ -1091,6 +1150,7 @@ job_actor_type::behavior_type job_actor(job_actor_type::stateful_pointer<job_sta
       request_handler<input_request, job_result>(self),
       request_handler<terminate_request, job_status_view>(self),
       request_handler<delete_request, job_deleted>(self),
+      request_handler<stream_request, stream_opened>(self),
       [self](info_request&) -> job_info {
         auto r = shown_row(self);
         return {r.job_id, r.status, r.created_at, r.started_at, r.ended_at};
@@ -1180,6 +1240,7 @@ job_actor_type::behavior_type job_actor(job_actor_type::stateful_pointer<job_sta
         for (auto& held : self->state.during_removal)
           held.reply.fail(job_errc::unavailable, "the server is shutting down");
         self->state.during_removal.clear();
+        for (auto& s : self->state.streams) self->send(s, shutdown_jobs{});
         self->quit();
       },
   };

@@ -73,6 +73,12 @@ struct job_state {
   io::store::job_status shown_live_status = io::store::job_status::created;
   std::vector<std::function<void()>> when_output_final;
 
+  // Live output streams (GET .../stream), each a job_stream actor this one monitors; they
+  // hear of the output's size and end from here (what was last told, to tell only news).
+  std::vector<job_stream_actor> streams;
+  std::uint64_t streams_told_size = 0;
+  bool streams_told_done = false;
+
   // A store write that failed for a passing reason (disk full...) is retried until it
   // succeeds; meanwhile `pending_row` is what it will make of the row, and answers show it.
   std::function<void()> store_retry;  // sends the failed write again

@@ -215,6 +215,7 @@ job_registry_actor::behavior_type serving(self_ptr self) {
       to_job<input_request, job_result>(self),
       to_job<terminate_request, job_status_view>(self),
       to_job<delete_request, job_deleted>(self),
+      to_job<stream_request, stream_opened>(self),
       [self](list_request& req) { return list(self, req); },
       [](recover_all&) -> store_rows { return {}; },  // recovered already
       [self](job_removed& m) -> removal_ack {
@@ -296,6 +297,7 @@ job_registry_actor::behavior_type job_registry(
       wait_for_recovery<input_request, job_result>(),
       wait_for_recovery<terminate_request, job_status_view>(),
       wait_for_recovery<delete_request, job_deleted>(),
+      wait_for_recovery<stream_request, stream_opened>(),
       wait_for_recovery<list_request, job_list>(),
       wait_for_recovery<job_removed, removal_ack>(),
       wait_for_recovery<collect_jobs>(),

@@ -98,6 +98,13 @@ struct tail_request {
   std::string job_id;
   std::uint64_t limit;
 };
+// GET /v1/jobs/{id}/stream → stream_opened (extensions.md §E2). The job actor checks the
+// offset and hands `out` to a job_stream actor of its own, which answers from then on.
+struct stream_request {
+  std::string job_id;
+  std::uint64_t offset = 0;  // ?offset=N, or Last-Event-ID on a reconnect
+  io::http::responder out;
+};
 // GET /v1/jobs/{id} → job_status_view
 struct status_request {
   std::string job_id;
@@ -267,6 +274,20 @@ struct collect_if_expired {
   std::string cutoff;
 };
 
+// ---------------------------------------------------------------- job_actor → job_stream
+// What the job's output is now: its size and, once the output is final, how the job ended
+// (the stream's `exit` event). Sent when the stream starts and whenever the job actor's
+// own output events (fs_watcher) or its status change.
+struct output_progress {
+  std::uint64_t size = 0;
+  bool done = false;  // the output is final: `status` and `exit_code` are the last word
+  std::string status;
+  std::optional<std::int64_t> exit_code;
+};
+// job_stream, internal: the keep-alive timer. (Its connection's writes wake it with
+// stream_drained, as they wake a snapshot save.)
+struct stream_keepalive {};
+
 // ---------------------------------------------------------------- → metrics_registry
 // Events for /metrics (extensions.md §E7), sent and forgotten: a lost one skews a counter,
 // never an answer. The loop thread sends the first two (the libuv↔CAF bridge direction).
@@ -407,6 +428,10 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::job_input_event)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::snapshot_ended)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::gc_swept)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::log_event)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::stream_request)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::stream_opened)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::output_progress)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::stream_keepalive)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::metrics_scrape)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::metrics_sample)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::store_count_jobs)

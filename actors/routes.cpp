@@ -43,6 +43,7 @@ const std::vector<route_entry>& route_table() {
       {route::input, "POST", "/v1/jobs/{job_id}/input"},
       {route::terminate, "POST", "/v1/jobs/{job_id}/terminate"},
       {route::tail, "GET", "/v1/jobs/{job_id}/log/tail"},
+      {route::stream, "GET", "/v1/jobs/{job_id}/stream"},
       {route::snapshot_save, "POST", "/v1/snapshot/save"},
       {route::snapshot_restore, "POST", "/v1/snapshot/restore"},
   };
@@ -91,6 +92,8 @@ route_match match_route(std::string_view method, std::string_view path) {
         add("POST", route::input);
       } else if (segs.size() == 4 && segs[3] == "terminate") {
         add("POST", route::terminate);
+      } else if (segs.size() == 4 && segs[3] == "stream") {
+        add("GET", route::stream);
       } else if (segs.size() == 5 && segs[3] == "log" && segs[4] == "tail") {
         add("GET", route::tail);
       }

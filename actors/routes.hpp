@@ -12,6 +12,7 @@ enum class route {
   healthz, run, wait, tail, status, list, input, terminate, remove,
   snapshot_save, snapshot_restore,  // snapshot.md §3
   openapi, metrics,                 // extensions.md §E7
+  stream,                           // extensions.md §E2
 };
 
 // Every route once: its method and path pattern ({job_id} for the id segment). The

@@ -66,7 +66,7 @@ class OpenAPITest(unittest.TestCase):
             os.unlink(g.name)
         self.assertEqual((r.returncode, r.stdout.strip()), (0, "valid"), r.stderr)
         operations = [(m.upper(), p) for p, ops in doc["paths"].items() for m in ops]
-        self.assertEqual(len(operations), 13)
+        self.assertEqual(len(operations), 14)
         for method, pattern in operations:
             path = pattern.replace("{job_id}", "0123456789abcdef")
             body = None if method in ("GET", "DELETE") else {}

@@ -38,6 +38,11 @@ void visit(request&& r) {
   auto verdict = shellctl::actors::check_at_front(r, "t");
   if (auto* route = std::get_if<shellctl::actors::route_match>(&verdict)) {
     check(route->id != shellctl::actors::route::healthz);
+    if (route->id == shellctl::actors::route::stream) {
+      auto offset = shellctl::actors::decode_stream_offset(r);
+      if (auto* err = std::get_if<shellctl::actors::job_error_view>(&offset))
+        check(shellctl::actors::error_response(*err).status == 400);
+    }
     auto decoded = shellctl::actors::decode_request(r, *route);
     if (auto* err = std::get_if<shellctl::actors::job_error_view>(&decoded)) {
       auto resp = shellctl::actors::error_response(*err);

@@ -3,6 +3,7 @@
 
 #include "actors/api_front.hpp"
 #include "actors/api_requests.hpp"
+#include "actors/api_views.hpp"
 #include "actors/routes.hpp"
 
 using namespace shellctl::actors;
@@ -40,7 +41,7 @@ TEST_CASE("routes of http-api.md §3") {
 }
 
 TEST_CASE("the route table (OpenAPI's source) and the matcher agree, entry by entry") {
-  CHECK(route_table().size() == 13);
+  CHECK(route_table().size() == 14);
   for (const auto& e : route_table()) {
     std::string path = e.pattern;
     const auto at = path.find("{job_id}");
@@ -52,7 +53,7 @@ TEST_CASE("the route table (OpenAPI's source) and the matcher agree, entry by en
     CHECK(m.job_id == (at != std::string::npos ? "0123456789abcdef" : ""));
   }
   // Every route of the enum is in the table exactly once.
-  for (int r = 0; r <= static_cast<int>(route::metrics); ++r) {  // metrics is the last
+  for (int r = 0; r <= static_cast<int>(route::stream); ++r) {  // stream is the last
     int n = 0;
     for (const auto& e : route_table()) n += static_cast<int>(e.id) == r;
     CHECK(n == 1);
@@ -144,4 +145,34 @@ TEST_CASE("the front answers 404, 405, healthz and 401 itself; job routes go on 
   REQUIRE(m);  // a job route with a good token goes on, matched once
   CHECK(m->id == route::status);
   CHECK(m->job_id == "abc");
+}
+
+TEST_CASE("the stream's start offset: Last-Event-ID wins over ?offset, anything odd is 400") {
+  auto req = [](std::string query, const char* last_event_id) {
+    shellctl::io::http::request r;
+    r.method = "GET";
+    r.path = "/v1/jobs/0123456789abcdef/stream";
+    r.query = std::move(query);
+    if (last_event_id) r.headers.push_back({"Last-Event-ID", last_event_id});
+    return r;
+  };
+  using offset_or_error = std::variant<job_error_view, std::uint64_t>;
+  auto offset = [](const offset_or_error& v) { return std::get<std::uint64_t>(v); };
+  CHECK(offset(decode_stream_offset(req("", nullptr))) == 0);
+  CHECK(offset(decode_stream_offset(req("offset=12", nullptr))) == 12);
+  CHECK(offset(decode_stream_offset(req("offset=12", "40"))) == 40);
+  for (const char* bad : {"-1", "x", "1.5", "99999999999999999999", " 3"}) {
+    CAPTURE(bad);
+    CHECK(std::holds_alternative<job_error_view>(decode_stream_offset(req(std::string("offset=") + bad, nullptr))));
+    CHECK(std::holds_alternative<job_error_view>(decode_stream_offset(req("", bad))));
+  }
+}
+
+TEST_CASE("server-sent events: one data line, the id is the offset after the event") {
+  CHECK(sse_output_event(0, 7, "a\nb\"\xe2\x98\x83") ==
+        "event: output\nid: 7\ndata: {\"offset\":0,\"next_offset\":7,\"output\":\"a\\nb\\\"\xe2\x98\x83\"}\n\n");
+  CHECK(sse_exit_event("0123456789abcdef", "exited", 3, 12) ==
+        "event: exit\nid: 12\ndata: {\"job_id\":\"0123456789abcdef\",\"status\":\"exited\",\"done\":true,"
+        "\"exit_code\":3,\"offset\":12}\n\n");
+  CHECK(sse_exit_event("0123456789abcdef", "lost", std::nullopt, 0).find("\"exit_code\":null") != std::string::npos);
 }
