@@ -109,7 +109,7 @@ class StreamTest(unittest.TestCase):
 
     def test_20_mb_of_mixed_utf8_arrive_exactly_on_wait_offsets(self):
         s = self.server
-        job = s.run(MIXED_SCRIPT, mode="stdio", timeout=0)["job_id"]
+        job = s.run(MIXED_SCRIPT, mode="stdio", timeout=0.1)["job_id"]
         ev = Events(s, job)
         self.assertEqual(ev.status, 200)
         self.assertEqual(ev.headers["content-type"], "text/event-stream")
@@ -130,7 +130,7 @@ class StreamTest(unittest.TestCase):
         name, _, data = ev.next()
         self.assertEqual(name, "output")
         self.assertIn("first", data["output"])
-        s.ok("POST", f"/v1/jobs/{job}/input", {"text": "go\n", "timeout": 0})
+        s.ok("POST", f"/v1/jobs/{job}/input", {"text": "go\n", "timeout": 0.1})
         seen = data["output"]
         while "second" not in seen:
             name, _, data = ev.next()
@@ -187,7 +187,7 @@ class StreamTest(unittest.TestCase):
     def test_a_hundred_streams_on_one_job(self):
         s = self.server
         job = s.run("for i in $(seq 1 200); do echo row-$i; sleep 0.005; done", mode="stdio",
-                    timeout=0)["job_id"]
+                    timeout=0.1)["job_id"]
         results = [None] * 100
         errors = []
 
@@ -218,7 +218,7 @@ class StreamTest(unittest.TestCase):
                 return next(int(l.split()[1]) for l in f if l.startswith("VmRSS:")) * 1024
 
         baseline = rss()
-        job = s.run("head -c 100000000 /dev/zero | tr '\\0' x", mode="stdio", timeout=0)["job_id"]
+        job = s.run("head -c 100000000 /dev/zero | tr '\\0' x", mode="stdio", timeout=0.1)["job_id"]
         sock = socket.create_connection(("127.0.0.1", s.port))
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
         sock.sendall(f"GET /v1/jobs/{job}/stream HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n\r\n".encode())
@@ -261,7 +261,7 @@ class StreamTest(unittest.TestCase):
 
     def test_keepalive_on_a_quiet_job(self):
         s = self.server
-        job = s.run("sleep 300", mode="stdio", timeout=0)["job_id"]
+        job = s.run("sleep 300", mode="stdio", timeout=0.1)["job_id"]
         ev = Events(s, job, timeout=40)
         self.assertEqual(ev.next(), ("comment", None, "keepalive"))  # after 15 s
         ev.close()
