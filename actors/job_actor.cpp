@@ -55,12 +55,6 @@ bool in_removal(self_ptr self) {
   return self->state.phase == job_phase::removing || self->state.phase == job_phase::removed;
 }
 
-// Every phase change goes through here (the moves of job_phase.hpp). A removal under way
-// is not left by a start's late steps: those moves are refused (false), and the step only
-// cleans up. Any other move outside the table is a bug: logged, and made anyway, so that
-// the clients waiting are still answered.
-bool move_to(self_ptr self, job_phase to);
-
 // ---------------------------------------------------------------- the operational log
 
 // A warning about this job, one line (actors/event_log.hpp writes it).
@@ -81,6 +75,10 @@ void log_lifecycle(self_ptr self, std::string_view event) {
   self->send(self->state.peers.log, log_event{io::log::level::info, "job", std::move(f)});
 }
 
+// Every phase change goes through here (the moves of job_phase.hpp). A removal under way
+// is not left by a start's late steps: those moves are refused (false), and the step only
+// cleans up. Any other move outside the table is a bug: logged, and made anyway, so that
+// the clients waiting are still answered.
 bool move_to(self_ptr self, job_phase to) {
   auto& st = self->state;
   if (in_removal(self) && to != job_phase::removed) return false;
@@ -420,7 +418,6 @@ void answer_window(self_ptr self, const job_state::waiter& w, bool job_done) {
   }
 }
 
-// http-api.md §5.2 (actors/long_poll.hpp), driven by events and timers, not a sleep loop.
 // What the output is now, for the streams: done first, then the size (a done job's log
 // does not grow, so that size is final).
 output_progress progress_now(self_ptr self) {
@@ -452,6 +449,8 @@ void notify_streams(self_ptr self, bool final_word = false) {
   for (auto& s : st.streams) self->send(s, p);
 }
 
+// http-api.md §5.2 (actors/long_poll.hpp), driven by events and timers, not a sleep loop;
+// the streams hear of the same events here.
 void evaluate_waiters(self_ptr self) {
   auto& st = self->state;
   notify_streams(self);
