@@ -150,7 +150,7 @@ case "${1:-}" in
       echo "clang build FAILED" >&2
       exit 1
     fi
-    for f in http json tmux archive agent_cli; do
+    for f in http json tmux archive agent_cli paths; do
       corpus=$(mktemp -d)
       seeds=tests/fuzz/$f/corpus
       [ -d "$seeds" ] || seeds=
@@ -163,7 +163,7 @@ case "${1:-}" in
         exit 1
       fi
       grep -E "^Done|^stat::number_of_executed_units" "$log"
-      rm -rf "$corpus" /tmp/shellctl-archive-fuzz-*  # the restore target's sandboxes
+      rm -rf "$corpus" /tmp/shellctl-archive-fuzz-* /tmp/shellctl-paths-fuzz-*  # the targets' trees
     done
     echo "all tests and fuzzers passed"
     ;;

@@ -1,22 +1,12 @@
 #include "io/archive/beneath.hpp"
 
 #include <fcntl.h>
-#include <linux/openat2.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
 
 namespace shellctl::io::archive {
-
-int open_beneath(int root, const std::string& rel, int flags, mode_t mode) {
-  struct open_how how {};
-  how.flags = static_cast<unsigned long long>(flags | O_CLOEXEC);
-  how.mode = (flags & O_CREAT) ? mode : 0;
-  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
-  return static_cast<int>(::syscall(SYS_openat2, root, rel.c_str(), &how, sizeof how));
-}
 
 int dirs_beneath(int root, const std::string& rel, mode_t mode) {
   int fd = ::fcntl(root, F_DUPFD_CLOEXEC, 0);

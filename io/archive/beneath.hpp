@@ -6,10 +6,12 @@
 
 #include <string>
 
+#include "io/fs/beneath.hpp"
+
 namespace shellctl::io::archive {
 
 // openat2(root, rel, flags | O_CLOEXEC, mode) beneath root; -1 with errno on failure.
-int open_beneath(int root, const std::string& rel, int flags, mode_t mode = 0);
+using io::fs::open_beneath;
 
 // Creates each missing directory of `rel` (mode `mode`) beneath root and returns an O_PATH
 // descriptor of the deepest; -1 with errno on failure. "" gives a copy of root.

@@ -3,9 +3,7 @@
 #include <archive.h>
 #include <archive_entry.h>
 #include <fcntl.h>
-#include <linux/openat2.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 #include <zstd.h>
 
@@ -18,6 +16,7 @@
 #include <vector>
 
 #include "io/archive/utf8_names.hpp"
+#include "io/fs/beneath.hpp"
 #include "io/fs/files.hpp"
 
 namespace shellctl::io::archive {
@@ -95,15 +94,7 @@ class root_dir {
   // openat2 beneath the root: symlinks are followed while they stay inside; one that leads
   // out (or is absolute) fails with EXDEV.
   int open(const std::string& rel, int flags, mode_t mode = 0) const {
-    struct open_how how {};
-    how.flags = static_cast<std::uint64_t>(flags | O_CLOEXEC);
-    how.mode = (flags & O_CREAT) ? mode : 0;
-    how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
-    for (;;) {
-      long fd = ::syscall(SYS_openat2, fd_, rel.empty() ? "." : rel.c_str(), &how, sizeof how);
-      if (fd >= 0) return static_cast<int>(fd);
-      if (errno != EAGAIN && errno != EINTR) return -1;
-    }
+    return io::fs::open_beneath(fd_, rel, flags, mode);
   }
 
   // The directory `rel` (created with its parents, 0700, where missing), as an O_PATH fd.

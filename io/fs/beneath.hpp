@@ -1,0 +1,16 @@
+#pragma once
+// The one kernel-confined open: openat2 with RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS, so
+// `..`, absolute names, symlinks that lead out and /proc magic links are refused by the
+// kernel however a path combines them (EXDEV, ELOOP). Used by the snapshot and agent
+// archives (io/archive) and the file API's roots (io/fs/file_roots.hpp).
+#include <sys/types.h>
+
+#include <string>
+
+namespace shellctl::io::fs {
+
+// openat2(root, rel, flags | O_CLOEXEC, mode) beneath root ("" is root itself); -1 with
+// errno on failure. Retried while the kernel answers EAGAIN (a concurrent rename).
+int open_beneath(int root, const std::string& rel, int flags, mode_t mode = 0);
+
+}  // namespace shellctl::io::fs
