@@ -91,6 +91,14 @@ void histogram_samples(std::string& out, const std::string& name, std::initializ
   out += ' ' + number(h.count) + '\n';
 }
 
+// The value kept for `key`, or `fallback` before the first event that sets it: every
+// series is there from the start.
+template <class Map, class Key, class Value>
+Value found_or(const Map& m, const Key& key, Value fallback) {
+  auto it = m.find(key);
+  return it != m.end() ? it->second : fallback;
+}
+
 }  // namespace
 
 std::string prometheus_text(const metrics_sample& s) {
@@ -130,9 +138,8 @@ std::string prometheus_text(const metrics_sample& s) {
          "Time from a run request's admission to its job running, by mode.");
   for (const auto mode : {io::store::job_mode::pty, io::store::job_mode::stdio}) {
     const std::string m(io::store::mode_text(mode));
-    auto it = s.job_start_seconds.find(m);
     histogram_samples(out, "shellctl_job_start_duration_seconds", {{"mode", m}},
-                      it != s.job_start_seconds.end() ? it->second : histogram(latency_bounds()));
+                      found_or(s.job_start_seconds, m, histogram(latency_bounds())));
   }
   family(out, "shellctl_job_output_bytes_total", "counter",
          "Bytes of output.log of the jobs whose output became final in this process.");
@@ -142,23 +149,18 @@ std::string prometheus_text(const metrics_sample& s) {
 
   family(out, "shellctl_snapshots_total", "counter", "Home snapshot operations by kind and outcome.");
   for (const char* kind : {"save", "restore"})
-    for (const char* outcome : {"ok", "error"}) {
-      auto it = s.snapshots.find({kind, outcome});
+    for (const char* outcome : {"ok", "error"})
       sample(out, "shellctl_snapshots_total", {{"kind", kind}, {"outcome", outcome}},
-             it != s.snapshots.end() ? it->second : 0);
-    }
+             found_or(s.snapshots, std::pair<std::string, std::string>(kind, outcome), std::uint64_t{0}));
   family(out, "shellctl_snapshot_bytes_total", "counter",
          "Archive bytes streamed by saves, bytes written by restores.");
-  for (const char* kind : {"save", "restore"}) {
-    auto it = s.snapshot_bytes.find(kind);
-    sample(out, "shellctl_snapshot_bytes_total", {{"kind", kind}}, it != s.snapshot_bytes.end() ? it->second : 0);
-  }
+  for (const char* kind : {"save", "restore"})
+    sample(out, "shellctl_snapshot_bytes_total", {{"kind", kind}},
+           found_or(s.snapshot_bytes, std::string(kind), std::uint64_t{0}));
   family(out, "shellctl_snapshot_duration_seconds", "histogram", "Duration of home snapshot operations.");
-  for (const char* kind : {"save", "restore"}) {
-    auto it = s.snapshot_seconds.find(kind);
+  for (const char* kind : {"save", "restore"})
     histogram_samples(out, "shellctl_snapshot_duration_seconds", {{"kind", kind}},
-                      it != s.snapshot_seconds.end() ? it->second : histogram(snapshot_bounds()));
-  }
+                      found_or(s.snapshot_seconds, std::string(kind), histogram(snapshot_bounds())));
 
   family(out, "shellctl_gc_sweeps_total", "counter", "Retention sweeps run.");
   sample(out, "shellctl_gc_sweeps_total", {}, s.gc_sweeps);

@@ -24,22 +24,12 @@ import sys
 import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-args = [a for a in sys.argv[1:] if not a.startswith("--")]
-QUICK = "--quick" in sys.argv
-if args:
-    os.environ["SHELLCTL_BIN_DIR"] = os.path.dirname(os.path.abspath(args[0]))
-sys.path.insert(0, os.path.join(HERE, "..", "tests", "support"))
+from bench_setup import QUICK, pct  # noqa: E402  (argv, the harness on sys.path)
 from harness import Server  # noqa: E402
 
 N_SEQ = 30 if QUICK else 100
 N_PAR = 80 if QUICK else 240
 N_IDLE = 200 if QUICK else 1000
-
-
-def pct(values, p):
-    v = sorted(values)
-    return v[min(len(v) - 1, int(round(p / 100.0 * (len(v) - 1))))]
 
 
 def ms(x):

@@ -24,12 +24,7 @@ import sys
 import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-args = [a for a in sys.argv[1:] if not a.startswith("--")]
-QUICK = "--quick" in sys.argv
-if args:
-    os.environ["SHELLCTL_BIN_DIR"] = os.path.dirname(os.path.abspath(args[0]))
-sys.path.insert(0, os.path.join(HERE, "..", "tests", "support"))
+from bench_setup import QUICK  # noqa: E402  (argv, the harness on sys.path)
 from harness import Server  # noqa: E402
 
 SCALE = 0.2 if QUICK else 1.0

@@ -19,12 +19,7 @@ import sys
 import threading
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-args = [a for a in sys.argv[1:] if not a.startswith("--")]
-QUICK = "--quick" in sys.argv
-if args:
-    os.environ["SHELLCTL_BIN_DIR"] = os.path.dirname(os.path.abspath(args[0]))
-sys.path.insert(0, os.path.join(HERE, "..", "tests", "support"))
+from bench_setup import QUICK, pct  # noqa: E402  (argv, the harness on sys.path)
 from harness import Server  # noqa: E402
 
 LINES = 100 if QUICK else 400
@@ -32,11 +27,6 @@ TOKEN = "bench"
 WRITER = (f"python3 -c 'import time,sys\n"
           f"for i in range({LINES}):\n"
           f"    sys.stdout.write(\"%d %d\\n\" % (i, time.time_ns())); sys.stdout.flush(); time.sleep(0.02)'")
-
-
-def pct(values, p):
-    s = sorted(values)
-    return s[min(len(s) - 1, int(round(p / 100 * (len(s) - 1))))]
 
 
 def lines_seen(text_chunks, seen):
