@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "actors/api_files.hpp"
 #include "actors/api_metrics.hpp"
 #include "actors/api_requests.hpp"
 #include "actors/api_views.hpp"
@@ -184,14 +185,87 @@ void ask_metrics(self_ptr self, const metrics_registry_actor& metrics, const io:
           });
 }
 
+bool is_file_route(route r) {
+  switch (r) {
+    case route::file_read: case route::file_write: case route::file_stat: case route::file_list:
+    case route::file_mkdir: case route::file_delete: case route::file_move:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Asks the op and sends what `encode` makes of its answer (or the error).
+template <class Reply, class Request, class Encode>
+void ask_op(self_ptr self, const caf::actor& op, caf::duration bound, Request req,
+            const io::http::responder& resp, Encode encode) {
+  self->request(op, bound, std::move(req))
+      .then([resp, encode](Reply& r) { resp.send(json_response(200, encode(r))); },
+            [resp](caf::error& e) { resp.send(error_response(read_job_error(e))); });
+}
+
+// A download: the op opens the file; the head (200, 206 or 416) is decided here from what
+// it opened, then the op sends the bytes as the connection drains.
+void ask_read(self_ptr self, const caf::actor& op, file_read_request req, http_call& call) {
+  const io::http::responder resp = call.resp;
+  std::optional<std::string> range;
+  if (const std::string* h = call.req.find_header("range")) range = *h;
+  self->request(op, margin, std::move(req))
+      .then(
+          [resp, op, range](file_opened& f) {
+            const auto span = pick_range(range ? &*range : nullptr, f.meta.size);
+            if (span.k == byte_span::kind::unsatisfiable) {
+              resp.send(range_refused(f));
+              caf::anon_send(op, file_send{resp, false});
+              return;
+            }
+            resp.start_stream(file_content_head(f, span), [op] { caf::anon_send(op, stream_drained{}); });
+            caf::anon_send(op, file_send{resp, true, span.offset, span.length});
+          },
+          [resp](caf::error& e) { resp.send(error_response(read_job_error(e))); });
+}
+
+void ask_files(self_ptr self, const file_settings& files, http_call& call) {
+  auto decoded = decode_file_request(call.req, call.route.id);
+  if (auto* err = std::get_if<job_error_view>(&decoded)) {
+    call.resp.send(error_response(*err));
+    return;
+  }
+  const io::http::responder& resp = call.resp;
+  auto op = self->spawn<caf::detached>(file_op, files);
+  const caf::duration bound{margin};
+  std::visit(
+      [&](auto& r) {
+        using T = std::decay_t<decltype(r)>;
+        if constexpr (std::is_same_v<T, file_stat_request>) {
+          ask_op<file_stat>(self, op, bound, std::move(r), resp, file_stat_json);
+        } else if constexpr (std::is_same_v<T, file_list_request>) {
+          ask_op<file_listing>(self, op, bound, std::move(r), resp, file_listing_json);
+        } else if constexpr (std::is_same_v<T, file_mkdir_request> || std::is_same_v<T, file_delete_request> ||
+                             std::is_same_v<T, file_move_request>) {
+          ask_op<file_done>(self, op, bound, std::move(r), resp, file_done_json);
+        } else if constexpr (std::is_same_v<T, file_read_request>) {
+          ask_read(self, op, std::move(r), call);
+        } else if constexpr (std::is_same_v<T, file_write_request>) {
+          r.in = resp;
+          r.streamed = call.req.stream_body;
+          r.body = std::move(call.req.body);
+          // No bound on the whole upload (no size limit): the op ends one that stalls.
+          ask_op<file_written>(self, op, caf::infinite, std::move(r), resp, file_written_json);
+        }
+      },
+      decoded);
+}
+
 }  // namespace
 
 api_edge_actor::behavior_type api_edge(api_edge_actor::stateful_pointer<api_edge_state> self,
                                        job_registry_actor registry, snapshot_gate_actor gate,
                                        metrics_registry_actor metrics,
-                                       std::chrono::nanoseconds snapshot_timeout) {
+                                       std::chrono::nanoseconds snapshot_timeout,
+                                       file_settings files) {
   return {
-      [self, registry, gate, metrics, snapshot_timeout](http_call& call) {
+      [self, registry, gate, metrics, snapshot_timeout, files](http_call& call) {
         // Decoding is pure and answers its own errors; nothing here may end the actor,
         // or every request behind this one would go unanswered.
         try {
@@ -201,6 +275,10 @@ api_edge_actor::behavior_type api_edge(api_edge_actor::stateful_pointer<api_edge
           }
           if (call.route.id == route::stream) {
             ask_stream(self, registry, call);
+            return;
+          }
+          if (is_file_route(call.route.id)) {
+            ask_files(self, files, call);
             return;
           }
           if (call.route.id == route::metrics) {

@@ -8,10 +8,13 @@
 // the snapshot_gate; their bytes flow between the connection and the snapshot's own actor,
 // and the edge ends the answer (trailers, a cut, or an error) from the domain outcome.
 // GET /metrics asks the metrics_registry and renders its sample (actors/api_metrics.hpp).
+// Each file API request gets a file_op of its own (actors/file_op.hpp); a download's head
+// is written here, its bytes by the op.
 #include <chrono>
 #include <cstdint>
 #include <unordered_map>
 
+#include "actors/file_op.hpp"
 #include "actors/interfaces.hpp"
 
 namespace shellctl::actors {
@@ -32,6 +35,7 @@ struct api_edge_state {
 api_edge_actor::behavior_type api_edge(api_edge_actor::stateful_pointer<api_edge_state> self,
                                        job_registry_actor registry, snapshot_gate_actor gate,
                                        metrics_registry_actor metrics,
-                                       std::chrono::nanoseconds snapshot_timeout);
+                                       std::chrono::nanoseconds snapshot_timeout,
+                                       file_settings files);
 
 }  // namespace shellctl::actors

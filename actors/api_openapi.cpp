@@ -81,6 +81,41 @@ const char* components = R"({
       "properties": {"excludes": {"type": ["array", "null"], "items": {"type": "string"}}}},
     "RestoreResult": {"type": "object", "additionalProperties": false, "required": ["entries", "bytes_written"],
       "properties": {"entries": {"type": "integer"}, "bytes_written": {"type": "integer"}}},
+    "FileEntry": {"type": "object", "additionalProperties": false,
+      "required": ["name", "type", "size", "mode", "mtime"],
+      "properties": {
+        "name": {"type": "string"},
+        "type": {"type": "string", "enum": ["file", "dir", "symlink", "other"]},
+        "size": {"type": "integer", "minimum": 0},
+        "mode": {"type": "string", "pattern": "^[0-7]{4}$"},
+        "mtime": {"type": "string", "format": "date-time"}}},
+    "FileStat": {"type": "object", "additionalProperties": false,
+      "required": ["path", "type", "size", "mode", "mtime"],
+      "properties": {
+        "path": {"type": "string"},
+        "type": {"type": "string", "enum": ["file", "dir", "symlink", "other"]},
+        "size": {"type": "integer", "minimum": 0},
+        "mode": {"type": "string", "pattern": "^[0-7]{4}$"},
+        "mtime": {"type": "string", "format": "date-time"},
+        "target": {"type": "string", "description": "a symlink text; lstat never follows it"}}},
+    "FileList": {"type": "object", "additionalProperties": false, "required": ["path", "entries", "truncated"],
+      "properties": {
+        "path": {"type": "string"},
+        "entries": {"type": "array", "items": {"$ref": "#/components/schemas/FileEntry"}},
+        "truncated": {"type": "boolean"}}},
+    "FilePath": {"type": "object", "additionalProperties": false, "required": ["path"],
+      "properties": {"path": {"type": "string"}}},
+    "FileDeleted": {"type": "object", "additionalProperties": false, "required": ["path", "deleted"],
+      "properties": {"path": {"type": "string"}, "deleted": {"const": true}}},
+    "FileWritten": {"type": "object", "additionalProperties": false, "required": ["path", "size", "sha256"],
+      "properties": {"path": {"type": "string"}, "size": {"type": "integer", "minimum": 0},
+                     "sha256": {"type": "string", "pattern": "^[0-9a-f]{64}$"}}},
+    "MkdirRequest": {"type": "object", "required": ["path"],
+      "properties": {"path": {"type": "string"}, "parents": {"type": ["boolean", "null"]},
+                     "mode": {"type": ["string", "null"], "pattern": "^[0-7]{3,4}$", "default": "0755"}}},
+    "MoveRequest": {"type": "object", "required": ["from", "to"],
+      "properties": {"from": {"type": "string"}, "to": {"type": "string"},
+                     "overwrite": {"type": ["boolean", "null"]}}},
     "Health": {"type": "object", "required": ["status"], "properties": {"status": {"const": "ok"}}},
     "Error": {"type": "object", "required": ["error"],
       "properties": {"error": {"type": "object", "required": ["code", "message"],
@@ -95,6 +130,11 @@ struct operation {
   std::vector<std::pair<const char*, const char*>> query;  // name, JSON schema
   bool auth = true;
 };
+
+// A file API path: absolute, or relative to the server's $HOME; beneath $HOME or a
+// SHELLCTL_LANDLOCK_RW_PATHS tree, never the state directory.
+constexpr const char* path_schema =
+    R"({"type":"string","maxLength":4096,"description":"absolute, or relative to the server's HOME"})";
 
 operation describe(route r) {
   switch (r) {
@@ -123,6 +163,25 @@ operation describe(route r) {
               "application/octet-stream", {}};
     case route::snapshot_restore:
       return {"Extract a tar+zstd stream into $HOME", "application/zstd", "RestoreResult", {}};
+    case route::file_read:
+      return {"Download a file (one Range: bytes=a-b gives 206); headers X-File-Size, X-File-Mode, Last-Modified",
+              "", "application/octet-stream", {{"path", path_schema}}};
+    case route::file_write:
+      return {"Upload a file: streamed to a temporary file, fsynced, renamed over the target",
+              "application/octet-stream", "FileWritten",
+              {{"path", path_schema},
+               {"mode", R"({"type":"string","pattern":"^[0-7]{3,4}$","description":"default: an existing file's mode, else 0644"})"},
+               {"parents", R"({"type":"boolean","default":false})"}}};
+    case route::file_stat:
+      return {"lstat a path (a symlink is reported, not followed)", "", "FileStat", {{"path", path_schema}}};
+    case route::file_list:
+      return {"List a directory, sorted by name (bytewise)", "", "FileList",
+              {{"path", path_schema}, {"limit", R"({"type":"integer","default":1000,"maximum":10000})"}}};
+    case route::file_mkdir: return {"Create a directory", "MkdirRequest", "FilePath", {}};
+    case route::file_delete:
+      return {"Delete a file, a symlink or a directory (recursive: the whole tree, never following a symlink)", "",
+              "FileDeleted", {{"path", path_schema}, {"recursive", R"({"type":"boolean","default":false})"}}};
+    case route::file_move: return {"Rename (renameat2; overwrite=false refuses an existing target)", "MoveRequest", "FilePath", {}};
   }
   return {"", "", "", {}};
 }
@@ -165,7 +224,8 @@ std::string build() {
       params += R"({"name":"job_id","in":"path","required":true,"schema":{"type":"string"}})";
     for (const auto& [name, schema] : op.query)
       params += std::string(params.empty() ? "" : ",") + "{\"name\":\"" + name +
-                "\",\"in\":\"query\",\"required\":false,\"schema\":" + schema + "}";
+                "\",\"in\":\"query\",\"required\":" +
+                (std::string(name) == "path" ? "true" : "false") + ",\"schema\":" + schema + "}";
     if (!params.empty()) o += ",\"parameters\":[" + params + "]";
     if (*op.request) o += ",\"requestBody\":{\"required\":false,\"content\":" + media(op.request) + "}";
     o += ",\"responses\":{\"200\":{\"description\":\"OK\",\"content\":" + media(op.response) + "}";

@@ -142,22 +142,7 @@ double decode_grace(const std::string& body) {
   }
 }
 
-// ---- query strings (Go's url.Query: first value wins, %XX and '+' decoded)
-
-std::optional<std::string> query_param(std::string_view query, std::string_view name) {
-  size_t i = 0;
-  while (i <= query.size()) {
-    size_t j = query.find_first_of("&;", i);
-    if (j == std::string_view::npos) j = query.size();
-    auto pair = query.substr(i, j - i);
-    auto eq = pair.find('=');
-    auto key = io::text::percent_decode(pair.substr(0, eq), true);
-    if (key == name && !pair.empty())
-      return eq == std::string_view::npos ? std::string() : io::text::percent_decode(pair.substr(eq + 1), true);
-    i = j + 1;
-  }
-  return std::nullopt;
-}
+using io::text::query_param;
 
 std::optional<std::int64_t> parse_int(const std::optional<std::string>& s) {
   if (!s || s->empty()) return std::nullopt;
@@ -184,6 +169,13 @@ decoded_request decode(const io::http::request& req, const route_match& m) {
     case route::stream:   // decoded by decode_stream_offset, opened by the edge
     case route::snapshot_save:  // decoded by decode_snapshot_excludes, run by the gate
     case route::snapshot_restore:
+    case route::file_read:  // the file routes: decode_file_request (actors/api_files.hpp)
+    case route::file_write:
+    case route::file_stat:
+    case route::file_list:
+    case route::file_mkdir:
+    case route::file_delete:
+    case route::file_move:
       break;
     case route::run:
       return run_request{decode_run(req.body)};

@@ -30,6 +30,15 @@ constexpr errc_entry errc_table[] = {
     {job_errc::snapshot_failed, 500, "snapshot_failed"},
     {job_errc::archive_malformed, 400, "archive_malformed"},
     {job_errc::restore_failed, 500, "restore_failed"},
+    {job_errc::invalid_path, 400, "invalid_path"},
+    {job_errc::path_denied, 403, "path_denied"},
+    {job_errc::file_not_found, 404, "file_not_found"},
+    {job_errc::not_a_directory, 409, "not_a_directory"},
+    {job_errc::is_a_directory, 409, "is_a_directory"},
+    {job_errc::file_exists, 409, "file_exists"},
+    {job_errc::directory_not_empty, 409, "directory_not_empty"},
+    {job_errc::range_not_satisfiable, 416, "range_not_satisfiable"},
+    {job_errc::file_io_failed, 500, "file_io_failed"},
     {job_errc::internal_error, 500, "internal_error"},
 };
 

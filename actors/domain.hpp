@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "io/fs/file_ops.hpp"
 #include "io/store/jobs_db.hpp"
 #include "io/text/output_window.hpp"
 
@@ -42,6 +43,16 @@ enum class job_errc : std::uint8_t {
   snapshot_failed,       // 500: a save failed before its first byte
   archive_malformed,     // 400: a restore's stream is not an acceptable tar+zstd archive
   restore_failed,        // 500: a restore failed for the machine's reasons (space, I/O, time)
+  // The file API (extensions.md §E1).
+  invalid_path,          // 400: empty, NUL, not UTF-8, over 4096 bytes
+  path_denied,           // 403: outside every root, in the state dir, escaping through a symlink
+  file_not_found,        // 404
+  not_a_directory,       // 409
+  is_a_directory,        // 409
+  file_exists,           // 409
+  directory_not_empty,   // 409
+  range_not_satisfiable, // 416
+  file_io_failed,        // 500: disk full, permissions, I/O (the OS error)
   internal_error,        // 500 (last: the table's fallback)
 };
 
@@ -107,6 +118,27 @@ struct snapshot_restored {
   std::int64_t bytes_written = 0;
 };
 
+// The file API's answers (extensions.md §E1), as io/fs has them.
+using file_stat = io::fs::stat_result;     // GET /v1/files/stat
+using file_listing = io::fs::listing;      // GET /v1/files/list
+// mkdir, move (the path now) and DELETE (deleted = true).
+struct file_done {
+  std::string path;
+  bool deleted = false;
+};
+// GET /v1/files/content: the file is open (its op holds the descriptor) and this is what
+// it is; the edge picks the range and writes the head, then tells the op to send.
+struct file_opened {
+  std::string path;
+  io::fs::entry_meta meta;
+};
+// PUT /v1/files/content: the upload is renamed over its target.
+struct file_written {
+  std::string path;
+  std::uint64_t size = 0;
+  std::string sha256_hex;
+};
+
 // One answer to one request, held by an actor until it can be given. Copies share it and
 // the first ok()/fail() delivers: an answer guarded by a deadline and also owed by a
 // continuation reaches its client once. Wraps CAF's response promise, so the answer travels
@@ -154,3 +186,8 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::job_info)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::job_list)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::snapshot_saved)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::snapshot_restored)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::io::fs::stat_result)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::io::fs::listing)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::file_done)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::file_opened)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::file_written)

@@ -66,6 +66,51 @@ struct body_arrived {
   io::http::body_piece piece;
 };
 
+// ---------------------------------------------------------------- api_edge → file_op
+// One file API request (extensions.md §E1), each answered by a file_op actor of its own
+// (actors/file_op.hpp); paths are the client's, resolved by the op beneath the roots.
+struct file_stat_request {  // → file_stat
+  std::string path;
+};
+struct file_list_request {  // → file_listing
+  std::string path;
+  std::size_t limit = 1000;
+};
+struct file_mkdir_request {  // → file_done
+  std::string path;
+  bool parents = false;
+  unsigned mode = 0755;
+};
+struct file_delete_request {  // → file_done (deleted)
+  std::string path;
+  bool recursive = false;
+};
+struct file_move_request {  // → file_done
+  std::string from;
+  std::string to;
+  bool overwrite = false;
+};
+// GET /v1/files/content → file_opened; then the edge, having written the head, sends
+// file_send (or file_send with `send` false when it answered something else, e.g. 416).
+struct file_read_request {
+  std::string path;
+};
+struct file_send {
+  io::http::responder out;  // the stream started by the edge
+  bool send = true;
+  std::uint64_t offset = 0;
+  std::uint64_t length = 0;
+};
+// PUT /v1/files/content → file_written; the op reads the body from `in` as it arrives.
+struct file_write_request {
+  std::string path;
+  std::optional<unsigned> mode;  // nullopt: keep an existing file's mode, else 0644
+  bool parents = false;
+  io::http::responder in;
+  bool streamed = false;  // false: the body is `body`
+  std::string body;
+};
+
 // ---------------------------------------------------------------- api_edge → registry → job
 using io::store::job_mode;
 using io::store::job_status;
@@ -367,6 +412,14 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::snapshot_save_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::snapshot_restore_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::stream_drained)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::body_arrived)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::file_stat_request)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::file_list_request)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::file_mkdir_request)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::file_delete_request)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::file_move_request)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::file_read_request)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::file_send)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::file_write_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::run_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::wait_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::tail_request)

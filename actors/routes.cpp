@@ -46,6 +46,13 @@ const std::vector<route_entry>& route_table() {
       {route::stream, "GET", "/v1/jobs/{job_id}/stream"},
       {route::snapshot_save, "POST", "/v1/snapshot/save"},
       {route::snapshot_restore, "POST", "/v1/snapshot/restore"},
+      {route::file_read, "GET", "/v1/files/content"},
+      {route::file_write, "PUT", "/v1/files/content"},
+      {route::file_stat, "GET", "/v1/files/stat"},
+      {route::file_list, "GET", "/v1/files/list"},
+      {route::file_mkdir, "POST", "/v1/files/mkdir"},
+      {route::file_move, "POST", "/v1/files/move"},
+      {route::file_delete, "DELETE", "/v1/files"},
   };
   return table;
 }
@@ -76,6 +83,21 @@ route_match match_route(std::string_view method, std::string_view path) {
     add("POST", route::snapshot_save);
   } else if (segs.size() == 3 && is(0, "v1") && is(1, "snapshot") && is(2, "restore")) {
     add("POST", route::snapshot_restore);
+  } else if (segs.size() == 2 && is(0, "v1") && is(1, "files")) {
+    add("DELETE", route::file_delete);
+  } else if (segs.size() == 3 && is(0, "v1") && is(1, "files")) {
+    if (segs[2] == "content") {
+      add("GET", route::file_read);
+      add("PUT", route::file_write);
+    } else if (segs[2] == "stat") {
+      add("GET", route::file_stat);
+    } else if (segs[2] == "list") {
+      add("GET", route::file_list);
+    } else if (segs[2] == "mkdir") {
+      add("POST", route::file_mkdir);
+    } else if (segs[2] == "move") {
+      add("POST", route::file_move);
+    }
   } else if (segs.size() >= 2 && is(0, "v1") && is(1, "jobs")) {
     if (segs.size() == 2) {
       add("GET", route::list);

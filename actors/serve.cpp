@@ -21,10 +21,12 @@
 #include "actors/retention_gc.hpp"
 #include "actors/snapshot_gate.hpp"
 #include "actors/tmux_server.hpp"
+#include "io/fs/file_roots.hpp"
 #include "io/fs/files.hpp"
 #include "io/http/server.hpp"
 #include "io/sandbox/landlock.hpp"
 #include "io/sandbox/namespaces.hpp"
+#include "io/sandbox/policy.hpp"
 #include "io/tmux/pane_shell.hpp"
 
 namespace shellctl::actors {
@@ -190,9 +192,16 @@ int serve(const io::config::serve_config& cfg, const io::sandbox::namespace_prob
   const char* home_env = std::getenv("HOME");
   auto gate = sys.spawn(snapshot_gate,
                         snapshot_settings{home_env ? home_env : "", cfg.snapshot_timeout}, metrics);
+  // The file API's roots (E1): the server's $HOME and the job-writable trees, opened once;
+  // never the state dir.
+  std::vector<std::string> rw_paths;
+  for (const auto& [name, value] : cfg.isolation_env)
+    if (name == "SHELLCTL_LANDLOCK_RW_PATHS") rw_paths = io::sandbox::split_path_list(value);
+  file_settings files;
+  files.roots = std::make_shared<const io::fs::file_roots>(home_env ? home_env : "", rw_paths, js.state_dir);
   std::vector<api_edge_actor> edges;
   for (std::size_t i = 0; i < std::max<std::size_t>(1, sys.scheduler().num_workers()); ++i)
-    edges.push_back(sys.spawn(api_edge, registry, gate, metrics, cfg.snapshot_timeout));
+    edges.push_back(sys.spawn(api_edge, registry, gate, metrics, cfg.snapshot_timeout, files));
   auto gc = sys.spawn(retention_gc, retention_settings{cfg.retention, cfg.gc_interval}, store,
                       registry, metrics);
   auto stop_all = [&] {
@@ -254,7 +263,8 @@ int serve(const io::config::serve_config& cfg, const io::sandbox::namespace_prob
     }
     auto& match = std::get<route_match>(verdict);
     // A restore's archive is extracted as it arrives, never held whole (snapshot.md §5.1).
-    if (match.id == route::snapshot_restore) head.stream_body = true;
+    // An upload goes to disk as it arrives (E1: no size limit, flat memory).
+    if (match.id == route::snapshot_restore || match.id == route::file_write) head.stream_body = true;
     head.accepted = std::move(match);
     return std::nullopt;
   };

@@ -170,6 +170,39 @@ bool file_roots::in_state_dir(int fd) const {
   return found;
 }
 
+bool file_roots::is_state_dir(const struct stat& st) const {
+  return have_state_ && S_ISDIR(st.st_mode) && st.st_dev == state_dev_ && st.st_ino == state_ino_;
+}
+
+bool file_roots::holds_state_dir(int dir_fd) const {
+  if (!have_state_) return false;
+  struct stat dir {};
+  if (::fstat(dir_fd, &dir) != 0) return true;  // cannot tell: refuse
+  if (!S_ISDIR(dir.st_mode)) return false;
+  // Up from the state dir through its parents, each step one ".." of the kernel.
+  int cur = ::open(state_real_.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (cur < 0) return false;  // the state dir is gone: nothing to protect
+  bool found = false;
+  for (int depth = 0; depth < 4096; ++depth) {
+    struct stat st {};
+    if (::fstat(cur, &st) != 0) break;
+    if (st.st_dev == dir.st_dev && st.st_ino == dir.st_ino) {
+      found = true;
+      break;
+    }
+    const int up = ::openat(cur, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    struct stat ust {};
+    if (up < 0 || ::fstat(up, &ust) != 0 || (ust.st_dev == st.st_dev && ust.st_ino == st.st_ino)) {
+      if (up >= 0) ::close(up);
+      break;
+    }
+    ::close(cur);
+    cur = up;
+  }
+  ::close(cur);
+  return found;
+}
+
 int file_roots::open(const location& at, int flags, mode_t mode) const {
   if (at.v != verdict::ok) {
     errno = EACCES;

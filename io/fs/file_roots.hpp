@@ -11,6 +11,7 @@
 // state directory by walking its parents (device and inode), which catches a symlink that
 // stays inside $HOME and leads into the state dir. The string checks here only pick the
 // root and refuse what can never be a path; they grant nothing.
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <cstdint>
@@ -53,6 +54,11 @@ class file_roots {
 
   // True when the open descriptor `fd` is the state dir or lies below it.
   bool in_state_dir(int fd) const;
+  // True when `st` (an lstat/fstat) is the state dir itself.
+  bool is_state_dir(const struct stat& st) const;
+  // True when the directory `dir_fd` is the state dir or one of its ancestors: removing or
+  // moving it would take the state dir with it.
+  bool holds_state_dir(int dir_fd) const;
 
   std::size_t root_count() const { return roots_.size(); }
 

@@ -49,6 +49,9 @@ struct slot {
   response resp;  // ready: the answer; streaming: the head until written
   // Streaming state.
   bool head_written = false;
+  // A sized stream (response::stream_length): its length, and the bytes queued so far.
+  std::optional<std::uint64_t> sized;
+  std::uint64_t sized_queued = 0;
   bool ended = false;
   bool drain_armed = false;
   std::function<void()> on_drain;

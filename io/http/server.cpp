@@ -627,6 +627,7 @@ struct server::impl {
       case op_kind::start_stream:
         if (sl->st != slot::state::waiting) return;
         sl->resp = std::move(op.resp);
+        sl->sized = sl->resp.stream_length;
         sl->on_drain = std::move(op.on_drain);
         sl->st = slot::state::streaming;
         break;
@@ -701,6 +702,11 @@ struct server::impl {
         }
       }
       if (!sl->ended) break;
+      if (sl->sized && sl->sized_queued != *sl->sized && !sl->head_request) {
+        // Short (or long) of its Content-Length: the client must not wait for the rest.
+        close_conn(c);
+        return;
+      }
       write_stream_end(c, sl);
       // HTTP/1.0 streams end with the connection.
       finish_front(c, closes || sl->http_1_0);
@@ -788,6 +794,14 @@ struct server::impl {
     if (sl->head_request) return;
     out_batch& b = batch(c);
     if (!b.stream) b.stream = c->pending.front();
+    if (sl->sized) {  // sized by Content-Length: the bytes as they are, never beyond it
+      const std::uint64_t room = *sl->sized - std::min(*sl->sized, sl->sized_queued);
+      if (data.size() > room) data.resize(static_cast<std::size_t>(room));
+      sl->sized_queued += data.size();
+      b.stream_bytes += data.size();
+      if (!data.empty()) b.append_owned(std::move(data));
+      return;
+    }
     b.stream_bytes += data.size();
     if (sl->http_1_0) {  // close-delimited: the bytes as they are
       b.append_owned(std::move(data));
@@ -799,7 +813,7 @@ struct server::impl {
   }
 
   void write_stream_end(connection* c, slot* sl) {
-    if (sl->head_request || sl->http_1_0) return;
+    if (sl->head_request || sl->http_1_0 || sl->sized) return;
     batch(c).append_small(wire::last_chunk(sl->trailers));
   }
 

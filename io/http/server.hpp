@@ -60,6 +60,10 @@ struct response {
   // (a run's new job).
   std::string log_job_id;
   std::string body;
+  // A streamed answer (responder::start_stream) of known length: sent with this
+  // Content-Length and its bytes as they are, instead of chunked (a file download). The
+  // stream must then carry exactly this many bytes; one that ends short is cut off.
+  std::optional<std::uint64_t> stream_length;
 };
 
 class connection_bridge;  // internal: the loop side of one request
@@ -82,7 +86,8 @@ class responder {
 
   void send(response r) const;
 
-  // Chunked streaming (snapshot save). `head.body` is ignored. `on_drain` is called on
+  // Chunked streaming (snapshot save), or sized with head.stream_length (a file download).
+  // `head.body` is ignored. `on_drain` is called on
   // the loop thread once right after the head is written, and after each write of the
   // stream's bytes that leaves the connection's queue below the low-water mark: produce
   // more then. A producer on another thread keeps its bytes in flight bounded with

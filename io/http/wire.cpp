@@ -31,6 +31,7 @@ std::string_view reason_phrase(int status) {
     case 413: return "Request Entity Too Large";
     case 414: return "Request URI Too Long";
     case 415: return "Unsupported Media Type";
+    case 416: return "Requested Range Not Satisfiable";
     case 417: return "Expectation Failed";
     case 422: return "Unprocessable Entity";
     case 429: return "Too Many Requests";
@@ -122,8 +123,15 @@ void append_response_head(std::string& o, const response& r, std::string_view da
 
 void append_stream_head(std::string& o, const response& r, std::string_view date, bool closes,
                         bool http_1_0) {
-  append_head(o, r, http_1_0);
-  if (!http_1_0) o += "Transfer-Encoding: chunked\r\n";
+  append_head(o, r, http_1_0 || r.stream_length.has_value());
+  if (r.stream_length) {
+    char line[64];
+    int n = std::snprintf(line, sizeof line, "Content-Length: %llu\r\n",
+                          static_cast<unsigned long long>(*r.stream_length));
+    o.append(line, static_cast<std::size_t>(n));
+  } else if (!http_1_0) {
+    o += "Transfer-Encoding: chunked\r\n";
+  }
   o += "Date: ";
   o += date;
   o += "\r\n";

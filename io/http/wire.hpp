@@ -31,7 +31,8 @@ bool has_no_body(int status);
 void append_response_head(std::string& out, const response& r, std::string_view date,
                           bool closes, bool http_1_0);
 // The head of a streamed response: chunked, or for HTTP/1.0 close-delimited (which has no
-// trailers, so a `Trailer` announcement is dropped).
+// trailers, so a `Trailer` announcement is dropped); with `r.stream_length`, sized by
+// Content-Length (no trailers either).
 void append_stream_head(std::string& out, const response& r, std::string_view date,
                         bool closes, bool http_1_0);
 // "<hex size>\r\n" before a chunk of `n` bytes.

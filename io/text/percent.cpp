@@ -26,4 +26,19 @@ std::string percent_decode(std::string_view s, bool plus_is_space) {
   return out;
 }
 
+std::optional<std::string> query_param(std::string_view query, std::string_view name) {
+  std::size_t i = 0;
+  while (i <= query.size()) {
+    std::size_t j = query.find_first_of("&;", i);
+    if (j == std::string_view::npos) j = query.size();
+    auto pair = query.substr(i, j - i);
+    auto eq = pair.find('=');
+    auto key = percent_decode(pair.substr(0, eq), true);
+    if (key == name && !pair.empty())
+      return eq == std::string_view::npos ? std::string() : percent_decode(pair.substr(eq + 1), true);
+    i = j + 1;
+  }
+  return std::nullopt;
+}
+
 }  // namespace shellctl::io::text
