@@ -42,6 +42,15 @@ class OpenAPITest(unittest.TestCase):
         status, _, err = s.request("GET", "/v1/jobs/0123456789abcdef")
         self.assertEqual(status, 404)
         out.append(["Error", err])
+        # The file API's answers (E1).
+        out.append(["FileWritten", s.ok("PUT", "/v1/files/content?path=d/f.txt&parents=true", raw_body=b"abc")])
+        out.append(["FileStat", s.ok("GET", "/v1/files/stat?path=d/f.txt")])
+        os.symlink("f.txt", os.path.join(s.home, "d", "l"))
+        out.append(["FileStat", s.ok("GET", "/v1/files/stat?path=d/l")])
+        out.append(["FileList", s.ok("GET", "/v1/files/list?path=d")])
+        out.append(["FilePath", s.ok("POST", "/v1/files/mkdir", {"path": "d/e", "mode": "0700"})])
+        out.append(["FilePath", s.ok("POST", "/v1/files/move", {"from": "d/e", "to": "d/g"})])
+        out.append(["FileDeleted", s.ok("DELETE", "/v1/files?path=d&recursive=true")])
         return out
 
     def test_needs_the_token(self):
@@ -66,7 +75,7 @@ class OpenAPITest(unittest.TestCase):
             os.unlink(g.name)
         self.assertEqual((r.returncode, r.stdout.strip()), (0, "valid"), r.stderr)
         operations = [(m.upper(), p) for p, ops in doc["paths"].items() for m in ops]
-        self.assertEqual(len(operations), 14)
+        self.assertEqual(len(operations), 21)
         for method, pattern in operations:
             path = pattern.replace("{job_id}", "0123456789abcdef")
             body = None if method in ("GET", "DELETE") else {}

@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "actors/api_files.hpp"
 #include "actors/api_front.hpp"
 #include "actors/api_requests.hpp"
 #include "actors/api_views.hpp"
@@ -56,6 +57,26 @@ void visit(request&& r) {
         auto offset = shellctl::actors::decode_stream_offset(r);
         if (auto* err = std::get_if<job_error_view>(&offset))
           check(shellctl::actors::error_response(*err).status == 400);
+        break;
+      }
+      case sa::route::file_read:
+      case sa::route::file_write:
+      case sa::route::file_stat:
+      case sa::route::file_list:
+      case sa::route::file_mkdir:
+      case sa::route::file_delete:
+      case sa::route::file_move: {
+        auto decoded = shellctl::actors::decode_file_request(r, route->id);
+        if (auto* err = std::get_if<job_error_view>(&decoded))
+          check(shellctl::actors::error_response(*err).status == 400);
+        if (route->id == sa::route::file_read) {
+          // The Range header against a few sizes: a span always lies inside the file.
+          for (std::uint64_t size : {std::uint64_t{0}, std::uint64_t{1}, std::uint64_t{1000}}) {
+            const auto span = shellctl::actors::pick_range(r.find_header("range"), size);
+            if (span.k != sa::byte_span::kind::unsatisfiable) check(span.offset + span.length <= size);
+            if (span.k == sa::byte_span::kind::partial) check(span.length > 0);
+          }
+        }
         break;
       }
       default: {

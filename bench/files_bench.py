@@ -1,0 +1,195 @@
+#!/usr/bin/env python3
+"""File API benchmark (extensions.md §E1), side by side in one run:
+
+  * download MB/s of one large file (1 GiB; 256 MiB with --quick): `curl` from
+    `GET /v1/files/content` next to `curl` from nginx serving the same file (sendfile on);
+  * upload MB/s: `curl -T` to `PUT /v1/files/content` (written to a temporary file, fsynced,
+    renamed) next to `cat file > copy` on the same disk, and `cat` followed by an fsync (the
+    durability the upload gives);
+  * one 6 MiB file moved up and down with the file API next to the way the current client
+    moves it (clients.md §3): base64 inside a job's `script`, and base64 read back through
+    PTY paging between sentinel lines, 16 KiB windows.
+
+Usage: python3 bench/files_bench.py [path/to/shellctl] [--quick]. Prints figures; never
+asserts times (machines differ: compare the ratios)."""
+import base64
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+from bench_setup import QUICK
+from harness import Server, free_port
+
+TOKEN = "bench-token"
+RUNS = 3
+
+
+def start_nginx(tmp, root):
+    nginx = shutil.which("nginx") or "/usr/sbin/nginx"
+    port = free_port()
+    os.makedirs(os.path.join(tmp, "logs"), exist_ok=True)
+    conf = os.path.join(tmp, "nginx.conf")
+    with open(conf, "w") as f:
+        f.write(f"""
+daemon off;
+master_process off;
+worker_processes 1;
+pid {tmp}/nginx.pid;
+error_log {tmp}/logs/error.log warn;
+events {{ worker_connections 64; }}
+http {{
+  access_log off;
+  sendfile on;
+  client_body_temp_path {tmp}/body;
+  proxy_temp_path {tmp}/proxy;
+  fastcgi_temp_path {tmp}/fastcgi;
+  uwsgi_temp_path {tmp}/uwsgi;
+  scgi_temp_path {tmp}/scgi;
+  default_type application/octet-stream;
+  server {{
+    listen 127.0.0.1:{port};
+    root {root};
+    location / {{ }}
+  }}
+}}
+""")
+    proc = subprocess.Popen([nginx, "-p", tmp, "-c", conf], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        if subprocess.run(["curl", "-s", "-o", "/dev/null", f"http://127.0.0.1:{port}/"]).returncode == 0:
+            return proc, port
+        time.sleep(0.05)
+    raise RuntimeError("nginx did not start")
+
+
+def timed(cmd, **kw):
+    t = time.monotonic()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, **kw)
+    return time.monotonic() - t
+
+
+def clock(fn):
+    t = time.monotonic()
+    fn()
+    return time.monotonic() - t
+
+
+def best(fn):
+    """The fastest of RUNS runs of fn, in seconds."""
+    return min(clock(fn) for _ in range(RUNS))
+
+
+def make_file(path, size):
+    block = os.urandom(1 << 20)
+    with open(path, "wb") as f:
+        for _ in range(size // len(block)):
+            f.write(block)
+    os.sync()
+
+
+def job_upload(server, path, data):
+    """The current client's upload: the file base64-encoded inside the script."""
+    b64 = base64.b64encode(data).decode()
+    script = f"set -eu\nmkdir -p \"$(dirname -- '{path}')\"\nprintf %s '{b64}' | base64 -d > '{path}'\n"
+    res, _ = server.run_to_completion(script, timeout=60, output_limit=16384)
+    server.request("DELETE", f"/v1/jobs/{res['job_id']}?force=true")
+    assert res["exit_code"] == 0, res
+
+
+def job_download(server, path):
+    """The current client's download: base64 between sentinels, paged in 16 KiB windows."""
+    script = (f"set -eu\npath='{path}'\n[ -f \"$path\" ] || exit 66\n"
+              "printf '%s\\n' '<<<DIFY_SHELL_FILE_BEGIN>>>'\nbase64 < \"$path\" | tr -d \"\\n\"\n"
+              "printf '\\n%s\\n' '<<<DIFY_SHELL_FILE_END>>>'\n")
+    res, out = server.run_to_completion(script, timeout=60, output_limit=16384)
+    server.request("DELETE", f"/v1/jobs/{res['job_id']}?force=true")
+    body = out.split("<<<DIFY_SHELL_FILE_BEGIN>>>", 1)[1].split("<<<DIFY_SHELL_FILE_END>>>", 1)[0]
+    return base64.b64decode("".join(body.split()), validate=True)
+
+
+def api_upload(server, path, data):
+    st, _, body = server.request("PUT", f"/v1/files/content?path={path}", raw_body=data)
+    assert st == 200, body
+
+
+def api_download(server, path):
+    import http.client
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=60)
+    conn.request("GET", f"/v1/files/content?path={path}", headers={"Authorization": "Bearer " + TOKEN})
+    resp = conn.getresponse()
+    data = resp.read()
+    conn.close()
+    assert resp.status == 200
+    return data
+
+
+def main():
+    size = (256 if QUICK else 1024) << 20
+    mb = size / 1e6
+    tmp = tempfile.mkdtemp(prefix="shellctl-files-bench-", dir="/var/tmp")
+    www = os.path.join(tmp, "www")
+    os.makedirs(www)
+    server = Server(token=TOKEN, home=os.path.join(tmp, "home"))
+    nginx, nport = start_nginx(tmp, www)
+    try:
+        src = os.path.join(www, "big.bin")
+        make_file(src, size)
+        os.link(src, os.path.join(server.home, "big.bin"))  # the same bytes, the same cache
+        auth = ["-H", f"Authorization: Bearer {TOKEN}"]
+        api_get = ["curl", "-sf", "-o", "/dev/null", *auth, f"http://127.0.0.1:{server.port}/v1/files/content?path=big.bin"]
+        ngx_get = ["curl", "-sf", "-o", "/dev/null", f"http://127.0.0.1:{nport}/big.bin"]
+        timed(ngx_get)  # warm the page cache once
+        down_api, down_ngx = [], []
+        for _ in range(RUNS):  # interleaved, so drift hits both alike
+            down_api.append(timed(api_get))
+            down_ngx.append(timed(ngx_get))
+        api_put = ["curl", "-sf", "-o", "/dev/null", *auth, "-T", src,
+                   f"http://127.0.0.1:{server.port}/v1/files/content?path=up.bin"]
+        copy = os.path.join(tmp, "copy.bin")
+        up_api, up_cat, up_cat_sync = [], [], []
+        for _ in range(RUNS):
+            up_api.append(timed(api_put))
+            up_cat.append(timed(["sh", "-c", f"cat '{src}' > '{copy}'"]))
+            os.unlink(copy)
+            up_cat_sync.append(timed(["sh", "-c", f"cat '{src}' > '{copy}' && sync '{copy}'"]))
+            os.unlink(copy)
+        with open(os.path.join(server.home, "up.bin"), "rb") as a, open(src, "rb") as b:
+            assert hashlib.sha256(a.read()).digest() == hashlib.sha256(b.read()).digest()
+
+        small = os.urandom(6 << 20)
+        t_job_up = clock(lambda: job_upload(server, "six-job.bin", small))
+        got = []
+        t_job_down = clock(lambda: got.append(job_download(server, "six-job.bin")))
+        assert got[0] == small
+        t_api_up = best(lambda: api_upload(server, "six-api.bin", small))
+        t_api_down = best(lambda: api_download(server, "six-api.bin"))
+        assert api_download(server, "six-api.bin") == small
+
+        rate = lambda secs: mb / min(secs)  # noqa: E731
+        print(f"file API benchmark: {size >> 20} MiB file, best of {RUNS}, loopback, one machine")
+        print(f"{'measure':58} {'figure':>14} {'ratio':>8}")
+        print(f"{'download: GET /v1/files/content (curl)':58} {rate(down_api):10.0f} MB/s {rate(down_api) / rate(down_ngx):7.2f}x")
+        print(f"{'download: nginx static file, sendfile (curl)':58} {rate(down_ngx):10.0f} MB/s {1:7.2f}x")
+        print(f"{'upload: PUT /v1/files/content (curl -T; fsync + rename)':58} {rate(up_api):10.0f} MB/s {rate(up_api) / rate(up_cat):7.2f}x")
+        print(f"{'upload floor: cat file > copy (no fsync)':58} {rate(up_cat):10.0f} MB/s {1:7.2f}x")
+        print(f"{'upload floor: cat file > copy && sync copy':58} {rate(up_cat_sync):10.0f} MB/s {rate(up_cat_sync) / rate(up_cat):7.2f}x")
+        print(f"{'6 MiB up: base64 in a job script':58} {t_job_up * 1000:11.1f} ms {t_job_up / t_api_up:7.1f}x")
+        print(f"{'6 MiB up: PUT /v1/files/content':58} {t_api_up * 1000:11.1f} ms {1:7.1f}x")
+        print(f"{'6 MiB down: base64 through PTY paging (16 KiB windows)':58} {t_job_down * 1000:11.1f} ms {t_job_down / t_api_down:7.1f}x")
+        print(f"{'6 MiB down: GET /v1/files/content':58} {t_api_down * 1000:11.1f} ms {1:7.1f}x")
+        print(f"6 MiB round trip: file API {(t_api_up + t_api_down) * 1000:.1f} ms, through jobs "
+              f"{(t_job_up + t_job_down) * 1000:.1f} ms: {(t_job_up + t_job_down) / (t_api_up + t_api_down):.1f}x faster")
+    finally:
+        nginx.terminate()
+        nginx.wait()
+        server.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
