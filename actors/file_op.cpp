@@ -99,9 +99,11 @@ void receive_body(caf::blocking_actor* self, const file_settings& cfg, file_writ
     if (piece.failed)
       throw caf::error(make_job_error(job_errc::invalid_request,
                                       "the upload's body was cut (" + piece.error + "); the old file is kept"));
+    // The next piece is asked for before this one is written: the connection reads it
+    // while the disk writes (one piece held here, at most one window buffered there).
+    if (!piece.end) req.in.more_body();
     if (!piece.data.empty()) up.write(piece.data);
     if (piece.end) return;
-    req.in.more_body();
   }
 }
 

@@ -4,8 +4,8 @@
   * download MB/s of one large file (1 GiB; 256 MiB with --quick): `curl` from
     `GET /v1/files/content` next to `curl` from nginx serving the same file (sendfile on);
   * upload MB/s: `curl -T` to `PUT /v1/files/content` (written to a temporary file, fsynced,
-    renamed) next to `cat file > copy` on the same disk, and `cat` followed by an fsync (the
-    durability the upload gives);
+    renamed) next to `curl -T` to nginx's WebDAV PUT (a temporary file, renamed; no fsync),
+    and the floor without a network: `cat file > copy` on the same disk, and with an fsync;
   * one 6 MiB file moved up and down with the file API next to the way the current client
     moves it (clients.md §3): base64 inside a job's `script`, and base64 read back through
     PTY paging between sentinel lines, 16 KiB windows.
@@ -44,7 +44,7 @@ events {{ worker_connections 64; }}
 http {{
   access_log off;
   sendfile on;
-  client_body_temp_path {tmp}/body;
+  client_body_temp_path {root}/.body;
   proxy_temp_path {tmp}/proxy;
   fastcgi_temp_path {tmp}/fastcgi;
   uwsgi_temp_path {tmp}/uwsgi;
@@ -53,7 +53,9 @@ http {{
   server {{
     listen 127.0.0.1:{port};
     root {root};
+    client_max_body_size 0;
     location / {{ }}
+    location /put/ {{ dav_methods PUT; create_full_put_path on; }}
   }}
 }}
 """)
@@ -150,10 +152,12 @@ def main():
             down_ngx.append(timed(ngx_get))
         api_put = ["curl", "-sf", "-o", "/dev/null", *auth, "-T", src,
                    f"http://127.0.0.1:{server.port}/v1/files/content?path=up.bin"]
+        ngx_put = ["curl", "-sf", "-o", "/dev/null", "-T", src, f"http://127.0.0.1:{nport}/put/up.bin"]
         copy = os.path.join(tmp, "copy.bin")
-        up_api, up_cat, up_cat_sync = [], [], []
+        up_api, up_ngx, up_cat, up_cat_sync = [], [], [], []
         for _ in range(RUNS):
             up_api.append(timed(api_put))
+            up_ngx.append(timed(ngx_put))
             up_cat.append(timed(["sh", "-c", f"cat '{src}' > '{copy}'"]))
             os.unlink(copy)
             up_cat_sync.append(timed(["sh", "-c", f"cat '{src}' > '{copy}' && sync '{copy}'"]))
@@ -175,9 +179,10 @@ def main():
         print(f"{'measure':58} {'figure':>14} {'ratio':>8}")
         print(f"{'download: GET /v1/files/content (curl)':58} {rate(down_api):10.0f} MB/s {rate(down_api) / rate(down_ngx):7.2f}x")
         print(f"{'download: nginx static file, sendfile (curl)':58} {rate(down_ngx):10.0f} MB/s {1:7.2f}x")
-        print(f"{'upload: PUT /v1/files/content (curl -T; fsync + rename)':58} {rate(up_api):10.0f} MB/s {rate(up_api) / rate(up_cat):7.2f}x")
-        print(f"{'upload floor: cat file > copy (no fsync)':58} {rate(up_cat):10.0f} MB/s {1:7.2f}x")
-        print(f"{'upload floor: cat file > copy && sync copy':58} {rate(up_cat_sync):10.0f} MB/s {rate(up_cat_sync) / rate(up_cat):7.2f}x")
+        print(f"{'upload: PUT /v1/files/content (curl -T; fsync + rename)':58} {rate(up_api):10.0f} MB/s {rate(up_api) / rate(up_ngx):7.2f}x")
+        print(f"{'upload: nginx WebDAV PUT (curl -T; temp file + rename)':58} {rate(up_ngx):10.0f} MB/s {1:7.2f}x")
+        print(f"{'upload floor, no network: cat file > copy':58} {rate(up_cat):10.0f} MB/s {rate(up_cat) / rate(up_ngx):7.2f}x")
+        print(f"{'upload floor, no network: cat file > copy && sync copy':58} {rate(up_cat_sync):10.0f} MB/s {rate(up_cat_sync) / rate(up_ngx):7.2f}x")
         print(f"{'6 MiB up: base64 in a job script':58} {t_job_up * 1000:11.1f} ms {t_job_up / t_api_up:7.1f}x")
         print(f"{'6 MiB up: PUT /v1/files/content':58} {t_api_up * 1000:11.1f} ms {1:7.1f}x")
         print(f"{'6 MiB down: base64 through PTY paging (16 KiB windows)':58} {t_job_down * 1000:11.1f} ms {t_job_down / t_api_down:7.1f}x")

@@ -39,7 +39,7 @@ namespace shellctl::io::http {
 
 namespace {
 
-constexpr std::size_t kReadBufferSize = 64u << 10;
+constexpr std::size_t kReadBufferSize = 256u << 10;
 constexpr std::size_t kLowWater = 256u << 10;  // on_drain below this many queued bytes
 // A streamed request body not yet taken by its handler: reading stops above this.
 constexpr std::size_t kBodyWindow = 256u << 10;
