@@ -50,6 +50,13 @@ TEST_CASE("streamed heads: chunked for HTTP/1.1, close-delimited without trailer
   wire::append_stream_head(out, r, "D", false, true);
   CHECK(out ==
         "HTTP/1.1 200 OK\r\nContent-Type: application/zstd\r\nDate: D\r\nConnection: close\r\n\r\n");
+  // Sized (a file download): Content-Length instead of chunked, no trailers announced.
+  r.stream_length = 12345678901ull;
+  out.clear();
+  wire::append_stream_head(out, r, "D", false, false);
+  CHECK(out ==
+        "HTTP/1.1 200 OK\r\nContent-Type: application/zstd\r\nContent-Length: 12345678901\r\n"
+        "Date: D\r\n\r\n");
 }
 
 TEST_CASE("chunk framing") {
