@@ -141,6 +141,11 @@ std::string prometheus_text(const metrics_sample& s) {
     histogram_samples(out, "shellctl_job_start_duration_seconds", {{"mode", m}},
                       found_or(s.job_start_seconds, m, histogram(latency_bounds())));
   }
+  family(out, "shellctl_job_timeline_seconds", "histogram",
+         "From a job's admission to each moment of its life (mark), reported with its first "
+         "answer that says done; jobs admitted in this process.");
+  for (const auto& [key, h] : s.job_timeline_seconds)
+    histogram_samples(out, "shellctl_job_timeline_seconds", {{"mode", key.first}, {"mark", key.second}}, h);
   family(out, "shellctl_job_output_bytes_total", "counter",
          "Bytes of output.log of the jobs whose output became final in this process.");
   sample(out, "shellctl_job_output_bytes_total", {}, s.output_bytes);

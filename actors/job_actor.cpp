@@ -152,6 +152,7 @@ bool output_final(self_ptr self) {
   else if (!final)
     final = !st.session_alive;
   st.output_settled = final;
+  if (final && st.gate_opened) st.timeline.mark(job_mark::output_final);
   // Once per job and process: the size of what it printed, for /metrics.
   if (final && st.gate_opened)
     self->send(st.peers.metrics, job_output_final{io::text::file_size_or_zero(st.output_abs)});
@@ -299,8 +300,10 @@ void apply(self_ptr self, transition t, std::function<void(store_reply&)> then =
 
 void record_exit(self_ptr self, std::int64_t code, const std::string& ended_at) {
   auto& r = self->state.row;
+  self->state.timeline.mark(job_mark::exit_seen);
   store_request(self, store_record_exit{r.job_id, code, ended_at},
-                [](store_reply&) {}, io::store::preview_record_exit(known_row(self), code, ended_at));
+                [self](store_reply&) { self->state.timeline.mark(job_mark::exit_recorded); },
+                io::store::preview_record_exit(known_row(self), code, ended_at));
 }
 
 void tmux(self_ptr self, std::vector<std::string> lines, std::function<void(tmux_reply&)> then,
@@ -410,7 +413,13 @@ void answer_window(self_ptr self, const job_state::waiter& w, bool job_done) {
   auto& st = self->state;
   try {
     auto win = io::text::read_output_window(st.output_abs, w.p.offset, w.p.limit, job_done);
-    w.answer.ok(result_window(self, std::move(win)));
+    auto result = result_window(self, std::move(win));
+    const bool says_done = io::store::is_terminal(result.row.status);
+    w.answer.ok(std::move(result));
+    if (says_done) {
+      st.timeline.mark(job_mark::done_answered);
+      if (auto marks = st.timeline.take()) self->send(st.peers.metrics, job_timeline_event{st.row.mode, *marks});
+    }
   } catch (const io::text::offset_beyond_end& e) {
     w.answer.fail(job_errc::invalid_offset, offset_text(e.offset, e.size));
   } catch (const std::exception& e) {
@@ -540,6 +549,7 @@ bool start_cut_short(self_ptr self) {
 
 void open_gate(self_ptr self) {
   auto& st = self->state;
+  if (is_pty(self)) st.timeline.mark(job_mark::pipe_ready);
   if (start_cut_short(self)) return;
   try {
     dir(self).open_gate();
@@ -547,10 +557,12 @@ void open_gate(self_ptr self) {
     fail_start(self, e.what());
     return;
   }
+  st.timeline.mark(job_mark::gate_opened);
   st.gate_opened = true;
   move_to(self, job_phase::opening_gate);
   apply(self, transition{job_status::running, {job_status::starting}, {}, {}, {}, true},
         [self](store_reply&) {
+    self->state.timeline.mark(job_mark::running_stored);
     dir(self).forget(files::pipe_ready);
     const std::chrono::duration<double> took = job_state::clock::now() - self->state.admitted_at;
     self->send(self->state.peers.metrics, job_started_event{self->state.row.mode, took.count()});
@@ -645,6 +657,7 @@ void start_session(self_ptr self) {
       self, lines,
       [self](tmux_reply& rep) {
         auto& st = self->state;
+        st.timeline.mark(job_mark::session_created);
         auto pid = rep.output.empty() ? std::nullopt : io::tmux::pane_pid_of(rep.output[0]);
         bool session_created = pid.has_value();
         if (session_created) {
@@ -718,6 +731,7 @@ void begin_run(self_ptr self) {
     std::string env_json = env.finish();
     env_json.pop_back();  // the writer's trailing newline is for HTTP bodies
     dir(self).write_inputs(spec.script, env_json, st.output_abs);
+    st.timeline.mark(job_mark::files_written);
     std::string why;
     if (!spec.home_view.empty() &&
         !io::fs::link_into_home_view(spec.home_view, st.row.job_id, st.output_abs, why))
@@ -737,6 +751,7 @@ void begin_run(self_ptr self) {
       "the job is not started: it will be recorded as failed (start_failed)");
   store_request(self, store_insert{st.row}, [self](store_reply& r) {
     auto& st = self->state;
+    st.timeline.mark(job_mark::row_inserted);
     if (r.ok && r.changed) log_lifecycle(self, "created");
     if (r.ok && r.changed && start_cut_short(self)) return;
     if (!r.ok || !r.changed) {
@@ -751,6 +766,7 @@ void begin_run(self_ptr self) {
     }
     apply(self, transition{job_status::starting, {job_status::created}, {}, {}, {}, false},
           [self](store_reply& r2) {
+      self->state.timeline.mark(job_mark::starting_stored);
       if (start_cut_short(self)) return;
       if (!r2.ok) {
         fail_start(self, r2.error);
@@ -760,6 +776,7 @@ void begin_run(self_ptr self) {
       self->request(st.peers.watcher, caf::infinite, watch_dir{st.dir, caf::actor_cast<dir_listener>(self)})
           .then([self](watch_ack& ack) {
             self->state.watching = ack.ok;
+            self->state.timeline.mark(job_mark::watch_set);
             if (start_cut_short(self)) return;
             if (!ack.ok) {
               fail_start(self, ack.error);
@@ -1139,6 +1156,7 @@ job_actor_type::behavior_type job_actor(job_actor_type::stateful_pointer<job_sta
         auto reply = answer_later<job_result>(self);
         st.run = job_state::pending_run{std::move(req.spec), reply};
         st.admitted_at = job_state::clock::now();
+        st.timeline.admitted(st.admitted_at);
         move_to(self, job_phase::admitting);
         begin_run(self);
         return reply.promise();

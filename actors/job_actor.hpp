@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "actors/job_timeline.hpp"
 #include "actors/interfaces.hpp"
 #include "actors/job_phase.hpp"
 #include "actors/long_poll.hpp"
@@ -50,6 +51,7 @@ struct job_state {
   };
   std::optional<pending_run> run;
   clock::time_point admitted_at;  // when the run request arrived (/metrics: start latency)
+  timeline_recorder timeline;     // where its milliseconds go (actors/job_timeline.hpp)
 
   job_phase phase = job_phase::spawned;  // what the actor is doing (actors/job_phase.hpp)
   job_phase phase_before_removal = job_phase::spawned;  // where a failed row removal returns

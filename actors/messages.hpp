@@ -21,6 +21,7 @@
 #include <variant>
 #include <vector>
 
+#include "actors/job_timeline.hpp"
 #include "actors/domain.hpp"
 #include "actors/long_poll.hpp"
 #include "actors/metrics_model.hpp"
@@ -350,6 +351,10 @@ struct job_started_event {  // job_actor: the job reached running
   io::store::job_mode mode = io::store::job_mode::pty;
   double seconds = 0;  // from admission (the run request) to running
 };
+struct job_timeline_event {  // job_actor: its timeline, with its first answer that says done
+  io::store::job_mode mode = io::store::job_mode::pty;
+  job_timeline marks;
+};
 struct job_output_final {  // job_actor: the job's output can no longer grow
   std::uint64_t bytes = 0;
 };
@@ -412,6 +417,7 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::snapshot_save_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::snapshot_restore_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::stream_drained)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::body_arrived)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::job_timeline_event)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::file_stat_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::file_list_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::file_mkdir_request)

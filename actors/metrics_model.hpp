@@ -43,6 +43,8 @@ struct metrics_sample {
   std::uint64_t connections_open = 0;
   std::uint64_t connections_accepted = 0;
   std::map<std::string, histogram> job_start_seconds;  // by mode: admitted → running
+  // By (mode, mark): admission → each moment of a job's life (actors/job_timeline.hpp).
+  std::map<std::pair<std::string, std::string>, histogram> job_timeline_seconds;
   std::uint64_t output_bytes = 0;  // output of jobs whose output became final
   std::uint64_t input_bytes = 0;   // text typed into jobs (POST .../input)
   std::map<std::pair<std::string, std::string>, std::uint64_t> snapshots;  // (kind, outcome)

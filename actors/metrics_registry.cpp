@@ -53,6 +53,17 @@ metrics_registry_actor::behavior_type metrics_registry(
         (void)fresh;
         it->second.observe(e.seconds);
       },
+      [self](job_timeline_event& e) {
+        auto& c = self->state.counters;
+        const std::string mode(io::store::mode_text(e.mode));
+        for (std::size_t i = 0; i < job_mark_count; ++i) {
+          if (!e.marks.at[i]) continue;
+          const std::string mark(mark_name(static_cast<job_mark>(i)));
+          auto [it, fresh] = c.job_timeline_seconds.try_emplace({mode, mark}, latency_bounds());
+          (void)fresh;
+          it->second.observe(*e.marks.at[i]);
+        }
+      },
       [self](job_output_final& e) { self->state.counters.output_bytes += e.bytes; },
       [self](job_input_event& e) { self->state.counters.input_bytes += e.bytes; },
       [self](snapshot_ended& e) {

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Job benchmarks for `shellctl serve` (figures printed, nothing asserted on time).
 
-  RunEcho          POST /v1/jobs/run {"script":"echo hi"} until done: p50/p95, sequential
+  RunEcho          POST /v1/jobs/run {"script":"echo hi"} until done: p50/p95, sequential,
+                   with the server's timeline of the series (/metrics'
+                   shellctl_job_timeline_seconds: where the milliseconds go)
   parallel         jobs/s with 8 concurrent clients
   busy             RunEcho p50 while 32 `sleep 600` jobs run
   floor            a bare `tmux new-session -d` + `wait-for` round trip, no server
@@ -63,6 +65,37 @@ def start_sleepers(s, n, workers=16):
         return s.run("sleep 600", timeout=0.05)["job_id"]
     with concurrent.futures.ThreadPoolExecutor(workers) as pool:
         return list(pool.map(one, range(n)))
+
+
+def timeline_sums(s):
+    """{mark: (sum, count)} of shellctl_job_timeline_seconds{mode="pty"} from /metrics."""
+    st, _, body = s.request("GET", "/metrics")
+    text = body.decode() if isinstance(body, bytes) else str(body)
+    out = {}
+    for line in text.splitlines():
+        for kind in ("sum", "count"):
+            prefix = f'shellctl_job_timeline_seconds_{kind}{{mode="pty",mark="'
+            if line.startswith(prefix):
+                mark, value = line[len(prefix):].split('"}', 1)
+                out.setdefault(mark, [0.0, 0])[0 if kind == "sum" else 1] = float(value)
+    return out
+
+
+def print_timeline(report, before, after):
+    """Where a RunEcho's milliseconds go, from the server's own marks (mean of the series)."""
+    means = []
+    for mark, (total, count) in after.items():
+        b_total, b_count = before.get(mark, (0.0, 0))
+        if count - b_count > 0:
+            means.append(((total - b_total) / (count - b_count), mark))
+    means.sort()
+    print("RunEcho timeline (server marks, mean from admission; step = since the previous mark)")
+    prev = 0.0
+    for at, mark in means:
+        print(f"  {mark:<18} at {at * 1000:7.2f} ms   step {max(at - prev, 0) * 1000:6.2f} ms")
+        prev = at
+    if means:
+        report("RunEcho admission -> done answered (server marks, mean)", ms(means[-1][0]))
 
 
 def floor(n):
@@ -141,7 +174,9 @@ def main():
         time.sleep(0.5)
         report("RSS idle", f"{rss_kb(s.pid) / 1024:.1f} MiB")
 
+        before = timeline_sums(s)
         t = run_echo_series(s, N_SEQ)
+        print_timeline(report, before, timeline_sums(s))
         report(f"RunEcho sequential p50 (n={N_SEQ})", ms(statistics.median(t)))
         report(f"RunEcho sequential p95 (n={N_SEQ})", ms(pct(t, 95)))
 

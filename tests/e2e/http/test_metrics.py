@@ -1,7 +1,7 @@
 """GET /metrics (extensions.md §E7): the Prometheus text format, checked by Prometheus's own
 `promtool check metrics`, and figures that match what the test did to a real server:
 requests by route and status, latency histograms, jobs by status and mode, job start
-latency, output and input bytes, a snapshot's bytes, GC sweeps, connections, RSS and fds."""
+latency and timeline, output and input bytes, a snapshot's bytes, GC sweeps, connections, RSS and fds."""
 import re
 import subprocess
 import time
@@ -101,6 +101,21 @@ class MetricsTest(unittest.TestCase):
         self.assertGreaterEqual(value(m, "shellctl_gc_sweeps_total"), 1)  # one at startup
         self.assertGreaterEqual(value(m, "shellctl_http_connections_open"), 1)  # this scrape's
         self.assertGreaterEqual(value(m, "shellctl_http_connections_accepted_total"), 8)
+        # The timeline: each finished job reports each mark once, in the order of its life.
+        pty_marks = ["files_written", "row_inserted", "starting_stored", "watch_set", "session_created",
+                     "pipe_ready", "gate_opened", "running_stored", "exit_seen", "output_final",
+                     "done_answered"]
+        at = {}
+        for mark in pty_marks:
+            n = value(m, "shellctl_job_timeline_seconds_count", mode="pty", mark=mark)
+            self.assertEqual(n, 2, mark)  # the printf job and the reader
+            at[mark] = value(m, "shellctl_job_timeline_seconds_sum", mode="pty", mark=mark)
+        for earlier, later in zip(pty_marks[:8], pty_marks[1:9]):
+            self.assertLessEqual(at[earlier], at[later], (earlier, later))
+        self.assertLessEqual(at["exit_seen"], at["done_answered"])
+        self.assertLessEqual(at["output_final"], at["done_answered"])
+        self.assertEqual(value(m, "shellctl_job_timeline_seconds_count", mode="stdio", mark="done_answered"), 1)
+        self.assertIsNone(value(m, "shellctl_job_timeline_seconds_count", mode="stdio", mark="pipe_ready"))
         self.assertGreater(value(m, "process_resident_memory_bytes"), 1 << 20)
         self.assertGreater(value(m, "process_open_fds"), 3)
         self.assertLess(abs(value(m, "process_start_time_seconds") - time.time()), 3600)

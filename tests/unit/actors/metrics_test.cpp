@@ -3,9 +3,11 @@
 // there before the first event, and the job gauge lists every status and mode.
 #include <doctest/doctest.h>
 
+#include <chrono>
 #include <string>
 
 #include "actors/api_metrics.hpp"
+#include "actors/job_timeline.hpp"
 
 using namespace shellctl::actors;
 
@@ -74,4 +76,33 @@ TEST_CASE("a store that did not answer leaves the job gauge out instead of repor
   metrics_sample s;
   s.jobs_known = false;
   CHECK(prometheus_text(s).find("shellctl_jobs{") == std::string::npos);
+}
+
+TEST_CASE("a job's timeline: from admission, first time of each mark, reported once") {
+  using clock = std::chrono::steady_clock;
+  timeline_recorder rec;
+  rec.mark(job_mark::files_written);  // before admission: not a timeline of this process
+  CHECK(!rec.take());
+  const auto t0 = clock::now();
+  rec.admitted(t0);
+  rec.mark(job_mark::session_created, t0 + std::chrono::milliseconds(3));
+  rec.mark(job_mark::session_created, t0 + std::chrono::milliseconds(9));  // the first counts
+  rec.mark(job_mark::done_answered, t0 + std::chrono::milliseconds(12));
+  auto t = rec.take();
+  REQUIRE(t);
+  CHECK(!t->at[static_cast<int>(job_mark::files_written)]);
+  CHECK(*t->at[static_cast<int>(job_mark::session_created)] == doctest::Approx(0.003));
+  CHECK(*t->at[static_cast<int>(job_mark::done_answered)] == doctest::Approx(0.012));
+  CHECK(!rec.take());  // once
+  CHECK(mark_name(job_mark::pipe_ready) == "pipe_ready");
+  CHECK(mark_name(job_mark::done_answered) == "done_answered");
+
+  metrics_sample s;
+  histogram h(latency_bounds());
+  h.observe(0.003);
+  s.job_timeline_seconds[{"pty", "session_created"}] = h;
+  const auto text = prometheus_text(s);
+  CHECK(text.find("# TYPE shellctl_job_timeline_seconds histogram") != std::string::npos);
+  CHECK(text.find("shellctl_job_timeline_seconds_count{mode=\"pty\",mark=\"session_created\"} 1") !=
+        std::string::npos);
 }
