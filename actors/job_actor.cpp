@@ -633,10 +633,11 @@ void start_session(self_ptr self) {
   auto& r = st.row;
   move_to(self, job_phase::creating_session);
   ++st.start_attempts;
+  // The runner's argv, exec'd by tmux itself (no `sh -c` in between).
   io::tmux::job_session session{r.session_name, r.terminal_cols, r.terminal_rows,
                                 st.cfg.runner_policy_env,
-                                io::text::sh_join({st.cfg.runner_link, st.dir, r.job_id, r.cwd,
-                                                   std::string(io::store::mode_text(r.mode))})};
+                                {st.cfg.runner_link, st.dir, r.job_id, r.cwd,
+                                 std::string(io::store::mode_text(r.mode))}};
   // PTY: the runner ends with a marker the sanitizer acknowledges (.pipe-end) before it
   // exits, because tmux drops a dead pane's unwritten pipe buffer. A fresh nonce per start
   // keeps a script from faking it; the runner removes SHELLCTL_* before the job runs.

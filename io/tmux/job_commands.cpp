@@ -12,7 +12,7 @@ std::string new_session_line(const job_session& s) {
   cmd.flag("-d").flag("-P").flag("-F").arg("#{pane_pid} #{window_id}").flag("-s").arg(s.name);
   cmd.flag("-x").number(s.cols).flag("-y").number(s.rows);
   for (auto& [k, v] : s.env) cmd.flag("-e").arg(k + "=" + v);
-  cmd.arg(s.shell_command);
+  for (const auto& a : s.argv) cmd.arg(a);
   return cmd.line();
 }
 

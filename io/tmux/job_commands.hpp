@@ -16,7 +16,9 @@ struct job_session {
   std::string name;  // shellctl-<id>
   std::int64_t cols = 200, rows = 50;
   std::vector<std::pair<std::string, std::string>> env;  // -e: the runner's sandbox policy
-  std::string shell_command;               // what the pane runs (the runner)
+  // What the pane runs (the runner). Several words are exec'd by tmux as they are, with no
+  // shell in between (one process creation less per job); a single word is a shell command.
+  std::vector<std::string> argv;
 };
 
 // new-session; it prints "<pane_pid> <window_id>", which tmux_server maps to close events.

@@ -43,8 +43,9 @@ TEST_CASE("session, pipe, query, input, ^C and kill: accepted by tmux and read b
   t.run("set-option -g exit-empty off", ok);
   const std::string piped = t.dir + "/piped";
   // A pane that echoes its input (cat) and prints a marker through a hostile-looking env.
+  // An argv (exec'd by tmux, as a job's runner is): its words reach the program unsplit.
   tmux::job_session s{"shellctl-unit-1", 80, 24, {{"SHELLCTL_X", "a b;'c'#{x}"}},
-                      "printf 'started %s\\n' \"$SHELLCTL_X\"; exec cat"};
+                      {"/bin/sh", "-c", "printf 'started %s\\n' \"$SHELLCTL_X\"; exec cat"}};
   auto out = t.run(tmux::new_session_line(s), ok);
   REQUIRE(ok);
   auto pid = tmux::pane_pid_of(out);
