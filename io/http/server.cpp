@@ -507,7 +507,11 @@ struct server::impl {
   void end_body(connection* c, bool failed, std::string why) {
     auto sl = std::move(c->body_slot);
     c->body_slot.reset();
+    // Reading stopped for the body's window; the body is complete now, so what follows it
+    // (the next request on this connection) must be read again.
+    const bool was_paused = c->body_paused;
     c->body_paused = false;
+    if (was_paused && !failed && !c->read_paused && !c->stop_reading) start_reading(c);
     if (!sl) return;
     if (failed) {
       sl->body_failed = true;
