@@ -7,7 +7,7 @@
     renamed) next to `curl -T` to nginx's WebDAV PUT (a temporary file, renamed; no fsync),
     and the floor without a network: `cat file > copy` on the same disk, and with an fsync;
   * one 6 MiB file moved up and down with the file API next to the way the current client
-    moves it (clients.md §3): base64 inside a job's `script`, and base64 read back through
+    moves it today: base64 inside a job's `script`, and base64 read back through
     PTY paging between sentinel lines, 16 KiB windows.
 
 Usage: python3 bench/files_bench.py [path/to/shellctl] [--quick]. Prints figures; never
@@ -21,52 +21,11 @@ import sys
 import tempfile
 import time
 
-from bench_setup import QUICK
-from harness import Server, free_port
+from bench_setup import QUICK, start_nginx
+from harness import Server
 
 TOKEN = "bench-token"
 RUNS = 3
-
-
-def start_nginx(tmp, root):
-    nginx = shutil.which("nginx") or "/usr/sbin/nginx"
-    port = free_port()
-    os.makedirs(os.path.join(tmp, "logs"), exist_ok=True)
-    conf = os.path.join(tmp, "nginx.conf")
-    with open(conf, "w") as f:
-        f.write(f"""
-daemon off;
-master_process off;
-worker_processes 1;
-pid {tmp}/nginx.pid;
-error_log {tmp}/logs/error.log warn;
-events {{ worker_connections 64; }}
-http {{
-  access_log off;
-  sendfile on;
-  client_body_temp_path {root}/.body;
-  proxy_temp_path {tmp}/proxy;
-  fastcgi_temp_path {tmp}/fastcgi;
-  uwsgi_temp_path {tmp}/uwsgi;
-  scgi_temp_path {tmp}/scgi;
-  default_type application/octet-stream;
-  server {{
-    listen 127.0.0.1:{port};
-    root {root};
-    client_max_body_size 0;
-    location / {{ }}
-    location /put/ {{ dav_methods PUT; create_full_put_path on; }}
-  }}
-}}
-""")
-    proc = subprocess.Popen([nginx, "-p", tmp, "-c", conf], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        if subprocess.run(["curl", "-s", "-o", "/dev/null", f"http://127.0.0.1:{port}/"]).returncode == 0:
-            return proc, port
-        time.sleep(0.05)
-    raise RuntimeError("nginx did not start")
 
 
 def timed(cmd, **kw):
@@ -137,7 +96,12 @@ def main():
     www = os.path.join(tmp, "www")
     os.makedirs(www)
     server = Server(token=TOKEN, home=os.path.join(tmp, "home"))
-    nginx, nport = start_nginx(tmp, www)
+    # sendfile on: nginx's standard way to serve files; WebDAV PUT into a temporary file on
+    # the same disk, renamed over the target (as the file API does, minus the fsync).
+    nginx, nport = start_nginx(
+        tmp, www, http_extra="sendfile on;\n  default_type application/octet-stream;",
+        server_extra="client_max_body_size 0;\n    location /put/ { dav_methods PUT; create_full_put_path on; }",
+        body_temp=os.path.join(www, ".body"))
     try:
         src = os.path.join(www, "big.bin")
         make_file(src, size)

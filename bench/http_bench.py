@@ -14,11 +14,12 @@ Environment: HTTP_BENCH_DURATION (seconds per run, default 5).
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
 import time
+
+from bench_setup import start_nginx
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "support"))
@@ -28,60 +29,12 @@ DURATION = int(os.environ.get("HTTP_BENCH_DURATION", "5"))
 CONNECTIONS = (1, 16, 64)
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_port(port, timeout=15):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError(f"nothing listening on {port}")
-
-
-def start_nginx(tmp):
-    nginx = shutil.which("nginx") or "/usr/sbin/nginx"
-    port = free_port()
+def start_static_nginx(tmp):
     root = os.path.join(tmp, "www")
     os.makedirs(root)
-    os.makedirs(os.path.join(tmp, "logs"))
     with open(os.path.join(root, "healthz"), "w") as f:
         f.write('{"status":"ok"}\n')
-    conf = os.path.join(tmp, "nginx.conf")
-    with open(conf, "w") as f:
-        f.write(f"""
-daemon off;
-master_process off;
-worker_processes 1;
-pid {tmp}/nginx.pid;
-error_log {tmp}/logs/error.log warn;
-events {{ worker_connections 1024; }}
-http {{
-  access_log off;
-  client_body_temp_path {tmp}/body;
-  proxy_temp_path {tmp}/proxy;
-  fastcgi_temp_path {tmp}/fastcgi;
-  uwsgi_temp_path {tmp}/uwsgi;
-  scgi_temp_path {tmp}/scgi;
-  default_type application/json;
-  keepalive_requests 1000000;
-  server {{
-    listen 127.0.0.1:{port};
-    root {root};
-    location / {{ }}
-  }}
-}}
-""")
-    proc = subprocess.Popen([nginx, "-p", tmp, "-c", conf], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    wait_port(port)
-    return proc, port
+    return start_nginx(tmp, root, http_extra="default_type application/json;\n  keepalive_requests 1000000;")
 
 
 def to_ms(value, unit):
@@ -121,7 +74,7 @@ def main():
     rows = []
     try:
         srv = harness.Server(token=TOKEN)
-        nginx, nport = start_nginx(tmp)
+        nginx, nport = start_static_nginx(tmp)
         targets = [
             ("shellctl GET /healthz", f"http://127.0.0.1:{srv.port}/healthz", False),
             ("shellctl auth 404", f"http://127.0.0.1:{srv.port}/v1/no/such/route", True),
