@@ -16,6 +16,32 @@ namespace {
 
 constexpr std::size_t max_path = 4096;
 
+// True when the directory `start` (a descriptor this call takes and closes), or one of its
+// ancestors, is the directory (dev, ino). Each step up is one ".." of the kernel, never a
+// name; the walk ends at "/" (its own parent) or after a generous depth.
+bool ancestor_is(int start, dev_t dev, ino_t ino) {
+  int cur = start;
+  bool found = false;
+  for (int depth = 0; cur >= 0 && depth < 4096; ++depth) {
+    struct stat st {};
+    if (::fstat(cur, &st) != 0) break;
+    if (st.st_dev == dev && st.st_ino == ino) {
+      found = true;
+      break;
+    }
+    const int up = ::openat(cur, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    struct stat ust {};
+    if (up < 0 || ::fstat(up, &ust) != 0 || (ust.st_dev == st.st_dev && ust.st_ino == st.st_ino)) {
+      if (up >= 0) ::close(up);
+      break;  // the root of the file system
+    }
+    ::close(cur);
+    cur = up;
+  }
+  if (cur >= 0) ::close(cur);
+  return found;
+}
+
 bool valid_utf8(std::string_view s) {
   const auto* p = reinterpret_cast<const unsigned char*>(s.data());
   std::size_t i = 0;
@@ -146,28 +172,8 @@ bool file_roots::in_state_dir(int fd) const {
     const std::string real(buf, static_cast<std::size_t>(n));
     return real == state_real_ || real.rfind(state_real_ + "/", 0) == 0;
   }
-  // Up through the parents to the file system's root: each step is one ".." of the kernel,
-  // never a name. The walk ends at "/" (its own parent) or after a generous depth.
-  int cur = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
-  bool found = false;
-  for (int depth = 0; cur >= 0 && depth < 4096; ++depth) {
-    struct stat st {};
-    if (::fstat(cur, &st) != 0) break;
-    if (st.st_dev == state_dev_ && st.st_ino == state_ino_) {
-      found = true;
-      break;
-    }
-    const int up = ::openat(cur, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
-    struct stat ust {};
-    if (up < 0 || ::fstat(up, &ust) != 0 || (ust.st_dev == st.st_dev && ust.st_ino == st.st_ino)) {
-      if (up >= 0) ::close(up);
-      break;  // the root of the file system
-    }
-    ::close(cur);
-    cur = up;
-  }
-  if (cur >= 0) ::close(cur);
-  return found;
+  // Up through its parents: is one of them the state dir?
+  return ancestor_is(::fcntl(fd, F_DUPFD_CLOEXEC, 0), state_dev_, state_ino_);
 }
 
 bool file_roots::is_state_dir(const struct stat& st) const {
@@ -179,28 +185,10 @@ bool file_roots::holds_state_dir(int dir_fd) const {
   struct stat dir {};
   if (::fstat(dir_fd, &dir) != 0) return true;  // cannot tell: refuse
   if (!S_ISDIR(dir.st_mode)) return false;
-  // Up from the state dir through its parents, each step one ".." of the kernel.
-  int cur = ::open(state_real_.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
-  if (cur < 0) return false;  // the state dir is gone: nothing to protect
-  bool found = false;
-  for (int depth = 0; depth < 4096; ++depth) {
-    struct stat st {};
-    if (::fstat(cur, &st) != 0) break;
-    if (st.st_dev == dir.st_dev && st.st_ino == dir.st_ino) {
-      found = true;
-      break;
-    }
-    const int up = ::openat(cur, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
-    struct stat ust {};
-    if (up < 0 || ::fstat(up, &ust) != 0 || (ust.st_dev == st.st_dev && ust.st_ino == st.st_ino)) {
-      if (up >= 0) ::close(up);
-      break;
-    }
-    ::close(cur);
-    cur = up;
-  }
-  ::close(cur);
-  return found;
+  // Up from the state dir through its parents: is one of them this directory?
+  const int state = ::open(state_real_.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (state < 0) return false;  // the state dir is gone: nothing to protect
+  return ancestor_is(state, dir.st_dev, dir.st_ino);
 }
 
 int file_roots::open(const location& at, int flags, mode_t mode) const {
