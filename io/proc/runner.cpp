@@ -10,6 +10,7 @@
 #include <sys/inotify.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -22,9 +23,11 @@
 #include <functional>
 #include <string_view>
 
+#include "io/proc/gate_latch.hpp"
 #include "io/proc/job_env.hpp"
 #include "io/proc/job_init.hpp"
 #include "io/proc/job_world.hpp"
+#include "io/proc/runner_inotify.hpp"
 #include "io/sandbox/capabilities.hpp"
 #include "io/sandbox/landlock.hpp"
 #include "io/sandbox/namespaces.hpp"
@@ -226,20 +229,23 @@ int plan_child(const std::string& script, const std::string& cwd, const sandbox_
 using sandbox_step = std::function<bool(std::string& err)>;
 
 // The last steps of the job's own process: chdir, default signals, `sandbox` (which names
-// its own failures: "landlock: ...", "sandbox: ..."), execve (126). Returns only on failure.
+// its own failures: "landlock: ...", "sandbox: ..."), the start gate, execve (126).
+// Returns only on failure.
 int exec_child(const child_plan& plan, const std::string& chdir_to, const sandbox_step& sandbox) {
   if (::chdir(chdir_to.c_str()) != 0) {
     child_diag("chdir " + chdir_to, errno_text(errno));
-    return kExitChdirFailed;
+    return gate_latch::fail(kExitChdirFailed);
   }
   reset_signals();
   if (sandbox) {
     std::string err;
     if (!sandbox(err)) {
       std::fprintf(stderr, "shellctl-runner: %s\n", err.c_str());
-      return kExitSetupFailed;
+      return gate_latch::fail(kExitSetupFailed);
     }
   }
+  // Everything is ready: the script starts the moment the gate opens.
+  if (!gate_latch::pass()) return kExitSetupFailed;
   ::close_range(3, ~0U, 0);  // nothing of the runner's stays open in the job
   std::vector<std::string> argv = plan.argv;
   auto c_argv = c_strings(argv);
@@ -324,6 +330,7 @@ int init_role(const parent_options& opts, const std::string& script, int status_
     ::close(status_fd);
     ::_exit(exec_child(plan, chdir_to, namespaced_step(sb, policy, plan, job_dir)));
   }
+  gate_latch::hand_over();  // the job's process waits at the gate now
   run_init(job, status_fd);
 }
 
@@ -338,6 +345,16 @@ int plain_role(const parent_options& opts, const std::string& script) {
   sandbox_step step;
   if (opts.sandbox.policy.isolation) step = landlock_step(opts.sandbox.policy, plan, job_dir);
   return exec_child(plan, plan.cwd, step);
+}
+
+// A setup failure of the parent before its child exists: said once the gate opened, as
+// every setup failure is, so that nothing of the job's (not even this) precedes the gate,
+// and the artifacts are written after it, as the server expects.
+int refuse_at_gate(const parent_options& opts, const std::string& op, const std::string& err) {
+  std::string gate_err;
+  if (!wait_for_start_gate(opts.job_dir, gate_err)) diag("start gate", gate_err);
+  diag(op, err);
+  return kExitSetupFailed;
 }
 
 class child_process {
@@ -355,14 +372,9 @@ class child_process {
     int out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1}, dev_null = -1;
     if (stdio) {
       dev_null = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-      if (dev_null < 0) {
-        diag("open /dev/null", errno_text(errno));
-        return kExitSetupFailed;
-      }
-      if (::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0) {
-        diag("pipe", errno_text(errno));
-        return kExitSetupFailed;
-      }
+      if (dev_null < 0) return refuse("open /dev/null", errno_text(errno));
+      if (::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0)
+        return refuse("pipe", errno_text(errno));
     }
     // In the child: the job's streams and environment.
     auto enter_job_side = [&] {
@@ -374,26 +386,19 @@ class child_process {
       environ = c_env.data();
     };
 
-    // Signals are taken through a signalfd so that forwarding, the child's exit and the
-    // stream copies share one poll loop; the child restores its own.
-    sigset_t mask, old_mask;
-    sigemptyset(&mask);
-    for (int s : {SIGINT, SIGTERM, SIGHUP, SIGCHLD}) sigaddset(&mask, s);
-    ::sigprocmask(SIG_BLOCK, &mask, &old_mask);
-    const int sfd = ::signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-    if (sfd < 0) {
-      diag("signalfd", errno_text(errno));
-      return kExitSetupFailed;
-    }
+    // The start gate's latch: the child builds the job's sandbox while we wait for the
+    // gate, and only its execve waits for our word (io/proc/gate_latch.hpp).
+    int latch[2];
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, latch) != 0)
+      return refuse("socketpair", errno_text(errno));
 
     pid_t pid = -1;
     int status_fd = -1;  // namespaced: the main process's wait status comes from init
+    std::string held_diag;
     if (opts_.sandbox.namespaces) {
       int sync[2], status[2];
-      if (::pipe2(sync, O_CLOEXEC) != 0 || ::pipe2(status, O_CLOEXEC) != 0) {
-        diag("pipe", errno_text(errno));
-        return kExitSetupFailed;
-      }
+      if (::pipe2(sync, O_CLOEXEC) != 0 || ::pipe2(status, O_CLOEXEC) != 0)
+        return refuse("pipe", errno_text(errno));
       std::string err;
       const auto c = sandbox::clone_into_namespaces(err);
       if (c.pid == 0) {
@@ -401,12 +406,13 @@ class child_process {
         ::prctl(PR_SET_PDEATHSIG, SIGKILL);
         ::close(sync[1]);
         ::close(status[0]);
-        ::close(sfd);
-        char go = 0;
-        if (::read(sync[0], &go, 1) != 1) ::_exit(kExitSetupFailed);
-        ::close(sync[0]);
+        ::close(latch[0]);
         enter_job_side();
-        ::_exit(init_role(opts_, script, status[1]));
+        gate_latch::enter(latch[1]);
+        char go = 0;
+        if (::read(sync[0], &go, 1) != 1) ::_exit(gate_latch::fail(kExitSetupFailed));
+        ::close(sync[0]);
+        ::_exit(gate_latch::fail(init_role(opts_, script, status[1])));
       }
       ::close(sync[0]);
       ::close(status[1]);
@@ -417,7 +423,7 @@ class child_process {
         ::close(sync[1]);
         if (!ok) {
           ::kill(c.pid, SIGKILL);
-          diag("sandbox", err);
+          held_diag = "sandbox: " + err;  // said once the gate opened, like every setup failure
         }
         pid = c.pid;
         status_fd = status[0];
@@ -425,33 +431,78 @@ class child_process {
         ::close(sync[1]);
         ::close(status[0]);
         if (opts_.sandbox.policy.isolation) {
-          diag("sandbox", err + " (path isolation needs them)");
-          return kExitSetupFailed;
+          ::close(latch[0]);
+          ::close(latch[1]);
+          return refuse("sandbox", err + " (path isolation needs them)");
         }
       }
     }
     if (pid < 0) {
       pid = ::fork();
       if (pid < 0) {
-        diag("fork", errno_text(errno));
-        return kExitSetupFailed;
+        ::close(latch[0]);
+        ::close(latch[1]);
+        return refuse("fork", errno_text(errno));
       }
       if (pid == 0) {
+        ::close(latch[0]);
         enter_job_side();
-        ::_exit(plain_role(opts_, script));
+        gate_latch::enter(latch[1]);
+        ::_exit(gate_latch::fail(plain_role(opts_, script)));
       }
     }
-
-    capture streams[2] = {{"stdout", out_pipe[0], out_file}, {"stderr", err_pipe[0], err_file}};
+    ::close(latch[1]);
     if (stdio) {
       ::close(dev_null);
       ::close(out_pipe[1]);
       ::close(err_pipe[1]);
     }
+
+    // Signals keep their default actions while we wait: tmux ending the session (SIGHUP)
+    // ends the runner at its gate as it always did, and our child with it (its PID 1 by
+    // PDEATHSIG, a plain child by the latch closing).
+    {
+      std::string err;
+      const bool gate = wait_for_start_gate(opts_.job_dir, err);
+      if (!gate || !gate_latch::open(latch[0])) {
+        ::close(latch[0]);
+        if (!gate) diag("start gate", err);
+        int st = 0;
+        while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+        }
+        for (int fd : {out_pipe[0], err_pipe[0], status_fd})
+          if (fd >= 0) ::close(fd);
+        // A child that died before the gate (it was killed) reports as it died.
+        return gate ? exit_code_of(st) : kExitSetupFailed;
+      }
+      ::close(latch[0]);
+    }
+    if (!held_diag.empty()) std::fprintf(stderr, "shellctl-runner: %s\n", held_diag.c_str());
+
+    // Signals are taken through a signalfd so that forwarding, the child's exit and the
+    // stream copies share one poll loop; the child restores its own.
+    sigset_t mask, old_mask;
+    sigemptyset(&mask);
+    for (int s : {SIGINT, SIGTERM, SIGHUP, SIGCHLD}) sigaddset(&mask, s);
+    ::sigprocmask(SIG_BLOCK, &mask, &old_mask);
+    const int sfd = ::signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+    if (sfd < 0) {
+      diag("signalfd", errno_text(errno));
+      ::kill(pid, SIGKILL);
+      int st = 0;
+      while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+      }
+      ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
+      return kExitSetupFailed;
+    }
+
+    capture streams[2] = {{"stdout", out_pipe[0], out_file}, {"stderr", err_pipe[0], err_file}};
     bool capture_failed = false;
     bool exited = false;    // our child (the job, or its init) is gone
     bool finished = false;  // the job's main process is gone and its status known
     int status = 0;
+    // A SIGCHLD from before the signalfd was lost: the child may be gone already.
+    if (::waitpid(pid, &status, WNOHANG) == pid) exited = true;
     std::string buf(64 * 1024, '\0');
     while (!finished || streams[0].pipe_fd >= 0 || streams[1].pipe_fd >= 0) {
       pollfd fds[4];
@@ -465,7 +516,10 @@ class child_process {
         slot[k] = static_cast<int>(nfds);
         fds[nfds++] = {streams[k].pipe_fd, POLLIN, 0};
       }
-      if (::poll(fds, nfds, -1) < 0) {
+      // The gate's inotify instance is closed here, once idle and cheap to close
+      // (runner_inotify.hpp): a long job does not hold one of the user's instances.
+      const int linger_ms = runner_inotify().close_if_idle();
+      if (::poll(fds, nfds, linger_ms > 0 ? linger_ms : -1) < 0) {
         if (errno == EINTR) continue;
         diag("poll", errno_text(errno));
         capture_failed = true;
@@ -506,6 +560,10 @@ class child_process {
  private:
   const parent_options& opts_;
   std::vector<std::string> env_;
+
+  int refuse(const std::string& op, const std::string& err) {
+    return refuse_at_gate(opts_, op, err);
+  }
 
   // SIGCHLD: our child exited (its status stands unless init reports the job's). Others:
   // forwarded to the child while the job runs.
@@ -563,7 +621,7 @@ int open_log(const std::string& path, std::string& err) {
   return fd;
 }
 
-// Everything between the start gate and the artifacts; returns the code to publish.
+// Everything before the artifacts (the start gate included); returns the code to publish.
 int run_job(const parent_options& opts) {
   int out_file = -1, err_file = -1;
   auto close_logs = [&]() {
@@ -577,19 +635,16 @@ int run_job(const parent_options& opts) {
     }
     return ok;
   };
+  auto refuse = [&](const std::string& op, const std::string& err) {
+    close_logs();
+    return refuse_at_gate(opts, op, err);
+  };
   if (opts.mode == job_mode::stdio) {
     std::string err;
     out_file = open_log(join_path(opts.job_dir, io::fs::job_files::output), err);
-    if (out_file < 0) {
-      diag("open output.log", err);
-      return kExitSetupFailed;
-    }
+    if (out_file < 0) return refuse("open output.log", err);
     err_file = open_log(join_path(opts.job_dir, "stderr.log"), err);
-    if (err_file < 0) {
-      diag("open stderr.log", err);
-      close_logs();
-      return kExitSetupFailed;
-    }
+    if (err_file < 0) return refuse("open stderr.log", err);
     // Nobody reads the pane in stdio mode: the runner's own diagnostics go to stderr.log
     // too, so a setup failure leaves a trace next to the job's output.
     ::dup2(err_file, STDERR_FILENO);
@@ -601,16 +656,10 @@ int run_job(const parent_options& opts) {
   const auto read = io::fs::read_small_file_checked(env_path, text, SIZE_MAX);
   if (read == io::fs::read_result::ok) {
     auto parsed = parse_env_json(text, err);
-    if (!parsed) {
-      diag("parse " + env_path, err);
-      close_logs();
-      return kExitSetupFailed;
-    }
+    if (!parsed) return refuse("parse " + env_path, err);
     overlay = std::move(*parsed);
   } else if (read == io::fs::read_result::error) {
-    diag("read " + env_path, errno_text(errno));
-    close_logs();
-    return kExitSetupFailed;
+    return refuse("read " + env_path, errno_text(errno));
   }
 
   child_process child(opts, build_job_env(current_environ(), overlay, opts.cwd));
@@ -640,47 +689,61 @@ bool poll_for_start_gate(const std::string& job_dir, const std::string& gate, st
 
 bool wait_for_start_gate(const std::string& job_dir, std::string& err) {
   const std::string gate = join_path(job_dir, kGateName);
-  const int fd = ::inotify_init1(IN_CLOEXEC);
-  if (fd < 0) {
-    if (errno == EMFILE || errno == ENFILE || errno == ENOMEM)
-      return poll_for_start_gate(job_dir, gate, err);
-    err = "inotify_init1: " + errno_text(errno);
-    return false;
-  }
+  auto& ino = runner_inotify();
   // Watch first, then look: a gate created in between is seen either way.
-  if (::inotify_add_watch(fd, job_dir.c_str(),
-                          IN_CREATE | IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR) <
-      0) {
+  if (ino.add_watch(job_dir, IN_CREATE | IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF |
+                                 IN_ONLYDIR) < 0) {
     const int e = errno;
-    ::close(fd);
-    if (e == ENOSPC || e == ENOMEM) return poll_for_start_gate(job_dir, gate, err);
+    ino.drop_watches();
+    if (e == EMFILE || e == ENFILE || e == ENOMEM || e == ENOSPC)
+      return poll_for_start_gate(job_dir, gate, err);
     err = "watch " + job_dir + ": " + errno_text(e);
     return false;
   }
+  // The job directory's own IN_DELETE_SELF comes only once nothing holds it: our logs are
+  // open in it while we wait (the job's process is being set up meanwhile), so its removal
+  // is seen from the directory above (the jobs directory's IN_DELETE/IN_MOVED_FROM), and
+  // every wake-up checks that it is still there. Without that second watch (out of
+  // watches) the removal is still seen, when the logs close.
+  const std::string parent = job_dir.substr(0, job_dir.find_last_of('/') + 1);
+  if (!parent.empty()) ino.add_watch(parent, IN_DELETE | IN_MOVED_FROM | IN_ONLYDIR);
   alignas(inotify_event) char buf[4096];
+  bool opened = false;
   for (;;) {
     if (::access(gate.c_str(), F_OK) == 0) {
-      ::close(fd);
-      return true;
+      opened = true;
+      break;
     }
-    const ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0) {
+    struct stat st;
+    if (::stat(job_dir.c_str(), &st) != 0) break;
+    struct pollfd p {ino.fd(), POLLIN, 0};
+    if (::poll(&p, 1, -1) < 0) {
       if (errno == EINTR) continue;
-      err = "read inotify: " + errno_text(errno);
-      ::close(fd);
+      err = "poll inotify: " + errno_text(errno);
+      ino.drop_watches();
       return false;
     }
-    for (ssize_t off = 0; off < n;) {
-      const auto* ev = reinterpret_cast<const inotify_event*>(buf + off);
-      if (ev->mask & (IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED)) {
-        // The job directory is gone (job deleted): the gate can never appear.
-        err = "job directory " + job_dir + " disappeared before the start gate";
-        ::close(fd);
-        return false;
+    bool self_gone = false;
+    ssize_t n;
+    while ((n = ::read(ino.fd(), buf, sizeof buf)) > 0) {
+      for (ssize_t off = 0; off < n;) {
+        const auto* ev = reinterpret_cast<const inotify_event*>(buf + off);
+        if (ev->mask & (IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED)) self_gone = true;
+        off += static_cast<ssize_t>(sizeof(inotify_event) + ev->len);
       }
-      off += static_cast<ssize_t>(sizeof(inotify_event) + ev->len);
     }
+    if (n < 0 && errno != EAGAIN && errno != EINTR) {
+      err = "read inotify: " + errno_text(errno);
+      ino.drop_watches();
+      return false;
+    }
+    if (self_gone) break;
   }
+  ino.drop_watches();  // not closed: see runner_inotify.hpp
+  if (opened) return true;
+  // The job directory is gone (job deleted): the gate can never appear.
+  err = "job directory " + job_dir + " disappeared before the start gate";
+  return false;
 }
 
 // PTY jobs: the job's last output must reach output.log before the pane closes. tmux frees
@@ -695,28 +758,26 @@ static void await_pipe_end(const std::string& job_dir) {
   if (!io::fs::write_all(STDOUT_FILENO, marker.data(), marker.size())) return;
   const std::string end = join_path(job_dir, io::fs::job_files::pipe_end);
   // Woken by inotify when the sanitizer creates the file (each millisecond counts on every
-  // PTY job's path); polled every 2 ms if no inotify instance is to be had.
-  int fd = ::inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-  if (fd >= 0 && ::inotify_add_watch(fd, job_dir.c_str(), IN_CREATE | IN_MOVED_TO) < 0) {
-    ::close(fd);  // out of watches (or the dir is gone): polling still works
-    fd = -1;
-  }
+  // PTY job's path); polled every 2 ms if no inotify instance is to be had. The instance
+  // is left to our exit to close (runner_inotify.hpp).
+  auto& ino = runner_inotify();
+  const bool watching = ino.add_watch(job_dir, IN_CREATE | IN_MOVED_TO) >= 0;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   alignas(inotify_event) char buf[4096];
   while (::access(end.c_str(), F_OK) != 0) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) break;
-    if (fd < 0) {
+    if (!watching) {  // out of watches (or the dir is gone): polling still works
       ::usleep(2000);
       continue;
     }
-    struct pollfd p {fd, POLLIN, 0};
+    struct pollfd p {ino.fd(), POLLIN, 0};
     if (::poll(&p, 1, static_cast<int>(left.count())) > 0)
-      while (::read(fd, buf, sizeof buf) > 0) {
+      while (::read(ino.fd(), buf, sizeof buf) > 0) {
       }
   }
-  if (fd >= 0) ::close(fd);
+  ino.drop_watches();
   // Nothing is printed: the pane is the job's output, and a note there could still reach
   // output.log after the marker.
 }
@@ -726,13 +787,8 @@ int run_parent(const parent_options& opts) {
   // and the signals forwarded below reach our signalfd (an ignored one never would).
   reset_signals();
   std::string err;
-  int code;
-  if (!wait_for_start_gate(opts.job_dir, err)) {
-    diag("start gate", err);
-    code = kExitSetupFailed;
-  } else {
-    code = run_job(opts);
-  }
+  // The gate is waited for inside: the job's sandbox is built meanwhile.
+  const int code = run_job(opts);
   // Exit code first, then the end time: a reader that sees runner-ended-at can rely on
   // runner-exit-code being there already.
   const std::pair<const char*, std::string> artifacts[] = {

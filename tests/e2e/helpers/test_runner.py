@@ -307,6 +307,110 @@ class GateAndSignals(RunnerBase):
         self.assertEqual(p.returncode, 0)
         self.assertTrue(os.path.exists(marker))
 
+    def test_job_process_is_built_before_the_gate_and_runs_after_it(self):
+        # The fast path: the job's process (and its sandbox) is made while the runner waits
+        # for the gate; only its execve waits for the gate.
+        marker = self.sb.path("cwd", "ran")
+        self.sb.prepare(f"touch {marker}\n", {"HOME": self.sb.home}, gate=False)
+        env = base_runner_env(SHELLCTL_ENABLE_PATH_ISOLATION="true")
+        p = self.sb.popen(env)
+        try:
+            job = wait_for(lambda: self.waiting_at_latch(p.pid), "the job's process at the latch")
+            self.assertEqual(os.readlink(f"/proc/{job}/exe"), os.path.realpath(RUNNER))
+            with open(f"/proc/{job}/status") as f:
+                status = f.read()
+            self.assertIn("NoNewPrivs:\t1", status)  # Landlock is on already
+            self.assertEqual(os.readlink(f"/proc/{job}/cwd"), os.path.realpath(self.sb.cwd))
+            self.assertFalse(os.path.exists(marker))
+            self.assertFalse(os.path.exists(self.sb.path("job", "runner-exit-code")))
+            self.sb.open_gate()
+            p.wait(timeout=HANG_GUARD)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        self.assertEqual(p.returncode, 0)
+        self.assertTrue(os.path.exists(marker))
+        self.assert_artifacts(0)
+
+    def test_setup_failure_before_the_gate_is_held_until_it_opens(self):
+        # A failure found while the gate is shut (here: the cwd is missing) says nothing and
+        # writes nothing until the gate opens, then reports exactly as after the gate.
+        self.sb.prepare("echo never\n", {"HOME": self.sb.home}, gate=False)
+        p = self.sb.popen(self.env, cwd=self.sb.path("missing-cwd"))
+        try:
+            job = wait_for(lambda: self.waiting_at_latch(p.pid), "the job's process at the latch")
+            wait_for(lambda: b"chdir" in self.held_stderr(job), "the held chdir failure")
+            self.assertEqual(self.sb.read("stderr.log"), "")
+            self.assertEqual(self.sb.read("output.log"), "")
+            self.assertFalse(os.path.exists(self.sb.path("job", "runner-exit-code")))
+            self.assertIsNone(p.poll())
+            self.sb.open_gate()
+            p.wait(timeout=HANG_GUARD)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        self.assertEqual(p.returncode, 111)
+        self.assert_artifacts(111)
+        self.assertIn("chdir", self.sb.read("stderr.log"))
+        self.assertEqual(self.sb.read("output.log"), "")
+
+    def test_job_dir_removed_with_the_job_process_at_the_latch(self):
+        marker = self.sb.path("cwd", "ran")
+        self.sb.prepare(f"touch {marker}\n", {"HOME": self.sb.home}, gate=False)
+        p = self.sb.popen(self.env)
+        job = wait_for(lambda: self.waiting_at_latch(p.pid), "the job's process at the latch")
+        shutil.rmtree(self.sb.job_dir)
+        p.wait(timeout=HANG_GUARD)
+        self.assertEqual(p.returncode, 125)
+        wait_for(lambda: not alive(job), "the job's process to end")
+        self.assertFalse(os.path.exists(marker))
+
+    @staticmethod
+    def waiting_at_latch(runner_pid):
+        """The runner's descendant that is blocked reading its end of the gate's latch (a
+        socket): the job's process, or its PID 1 when a setup step of PID 1 failed before
+        the job's process was made. None while there is none."""
+        todo = children_of(runner_pid)
+        while todo:
+            pid = todo.pop(0)
+            todo += children_of(pid)
+            try:
+                with open(f"/proc/{pid}/syscall") as f:
+                    fields = f.read().split()
+                if fields[0] != "0":  # read(2) on x86_64
+                    continue
+                if os.readlink(f"/proc/{pid}/fd/{int(fields[1], 16)}").startswith("socket:"):
+                    return pid
+            except (OSError, IndexError, ValueError):
+                continue
+        return None
+
+    @staticmethod
+    def held_stderr(pid):
+        try:
+            with open(f"/proc/{pid}/fd/2", "rb") as f:
+                return f.read()
+        except OSError:
+            return b""
+
+    def test_a_running_job_holds_no_inotify_instance(self):
+        # The gate's instance is closed once idle (closing it at once would cost an SRCU
+        # grace period on the job's path): a long job must not keep one of the user's 128.
+        ready = self.sb.path("cwd", "ready.fifo")
+        os.mkfifo(ready)
+        self.sb.prepare(f"echo up > {ready}\nsleep 600\n", {"HOME": self.sb.home})
+        p = self.sb.popen(self.env)
+        try:
+            with open(ready) as f:
+                self.assertEqual(f.read(), "up\n")
+            wait_for(lambda: not self.has_inotify_fd(p.pid), "the runner to close its instance")
+            self.assertIsNone(p.poll())
+        finally:
+            p.kill()
+            p.wait()
+
     def test_gate_via_rename_is_seen(self):
         self.sb.prepare("echo renamed-gate\n", {"HOME": self.sb.home}, gate=False)
         p = self.sb.popen(self.env)
