@@ -16,7 +16,12 @@
                    sandbox at all (SHELLCTL_ENABLE_PATH_ISOLATION=false,
                    SHELLCTL_JOB_NAMESPACES=off, the original's unsandboxed jobs)
 
-Usage: jobs_bench.py [path/to/shellctl] [--quick] [--sandbox-only]
+  --compare DIR    instead of the above: RunEcho of another build (DIR holds its shellctl
+                   and helpers, e.g. a checkout's build/bin) and of this one, side by side,
+                   interleaved: p50/p95 and timelines of both, and 8 parallel clients each;
+                   the "old -> new" figures of the README come from it
+
+Usage: jobs_bench.py [path/to/shellctl] [--quick] [--sandbox-only] [--compare DIR]
 """
 import concurrent.futures
 import os
@@ -151,6 +156,41 @@ def sandbox_cost(report):
             s.reap()
 
 
+def compare(report, old_dir):
+    """The same RunEcho on an older build and on this one, one job each in turn."""
+    names = ("old", "new")
+    servers = [Server(bin_dir=os.path.abspath(old_dir)), Server()]
+    try:
+        for s in servers:
+            run_echo(s)  # warm-up
+        before = [timeline_sums(s) for s in servers]
+        times = [[], []]
+        for _ in range(N_SEQ):
+            for k, s in enumerate(servers):
+                times[k].append(run_echo(s))
+        for k, s in enumerate(servers):
+            print(f"{names[k]}: ", end="")
+            print_timeline(lambda *a: None, before[k], timeline_sums(s))
+        p50 = [statistics.median(t) for t in times]
+        p95 = [pct(t, 95) for t in times]
+        for k in range(2):
+            report(f"RunEcho p50 / p95, {names[k]} (n={N_SEQ})",
+                   f"{ms(p50[k])} / {ms(p95[k])} ({p50[k] / p50[0]:.2f}x old)")
+        rates = []
+        for k, s in enumerate(servers):
+            t0 = time.monotonic()
+            with concurrent.futures.ThreadPoolExecutor(8) as pool:
+                list(pool.map(lambda _: run_echo(s), range(N_PAR)))
+            rates.append(N_PAR / (time.monotonic() - t0))
+            report(f"RunEcho 8 parallel clients, {names[k]} (n={N_PAR})",
+                   f"{rates[k]:.1f} jobs/s ({rates[k] / rates[0]:.2f}x old, "
+                   f"{rates[k] * p50[k]:.2f}x its sequential)")
+    finally:
+        for s in servers:
+            s.close()
+            s.reap()
+
+
 def main():
     figures = []
 
@@ -161,6 +201,9 @@ def main():
     print(f"shellctl job benchmarks ({'quick' if QUICK else 'full'}; "
           f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f})", flush=True)
 
+    if "--compare" in sys.argv:
+        compare(report, sys.argv[sys.argv.index("--compare") + 1])
+        return
     sandbox_cost(report)
     if "--sandbox-only" in sys.argv:
         return

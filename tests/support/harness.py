@@ -29,7 +29,7 @@ class Server:
     """A running `shellctl serve` on a free loopback port."""
 
     def __init__(self, token=None, env=None, args=(), home=None, state_dir=None,
-                 keep_dirs=False, start=True, user=None):
+                 keep_dirs=False, start=True, user=None, bin_dir=None):
         self.tmp = tempfile.mkdtemp(prefix="shellctl-e2e-")
         os.chmod(self.tmp, 0o755)
         self.home = home or os.path.join(self.tmp, "home")
@@ -39,6 +39,9 @@ class Server:
         self.extra_env = dict(env or {})
         self.args = list(args)
         self.keep_dirs = keep_dirs
+        # Another build's binaries (the job benchmark's --compare): shellctl finds its
+        # helpers next to itself.
+        self.bin_dir_used = bin_dir or BIN_DIR
         self.user = user  # (uid, gid): the server runs as this user (its dirs are chowned)
         if user is not None:
             for d in (self.tmp, self.home):
@@ -54,13 +57,13 @@ class Server:
         env = {k: v for k, v in os.environ.items()
                if not k.startswith("SHELLCTL_") and not k.startswith("TMUX")}
         env["HOME"] = self.home
-        env["PATH"] = BIN_DIR + os.pathsep + env.get("PATH", "/usr/bin:/bin")
+        env["PATH"] = self.bin_dir_used + os.pathsep + env.get("PATH", "/usr/bin:/bin")
         env.pop("XDG_DATA_HOME", None)
         env.update(self.extra_env)
         return {k: v for k, v in env.items() if v is not None}  # None: not set at all
 
     def command(self):
-        cmd = [SHELLCTL, "serve", "--listen", f"127.0.0.1:{self.port}",
+        cmd = [os.path.join(self.bin_dir_used, "shellctl"), "serve", "--listen", f"127.0.0.1:{self.port}",
                "--state-dir", self.state_dir]
         if self.user is not None:
             uid, gid = self.user
@@ -307,6 +310,23 @@ Server.helper_processes = _helper_processes
 Server.status = _status
 Server.wait_done = _wait_done
 Server.tmux_sessions = _tmux_sessions
+
+
+def process_at_gate_latch(runner_pid):
+    """The runner's descendant blocked reading its end of the start gate's latch (a
+    socket): the job's process, built with its sandbox and waiting for the gate, or its
+    PID 1 when a setup step of PID 1 failed first. None while there is none."""
+    for pid in descendants(runner_pid):
+        try:
+            with open(f"/proc/{pid}/syscall") as f:
+                fields = f.read().split()
+            if fields[0] != "0":  # read(2) on x86_64
+                continue
+            if os.readlink(f"/proc/{pid}/fd/{int(fields[1], 16)}").startswith("socket:"):
+                return pid
+        except (OSError, IndexError, ValueError):
+            continue
+    return None
 
 
 def descendants(pid):

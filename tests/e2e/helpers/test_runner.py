@@ -13,7 +13,9 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "support"))
 from helper_support import HANG_GUARD, RUNNER, Sandbox, base_runner_env  # noqa: E402
+from harness import process_at_gate_latch  # noqa: E402
 
 TS_RE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\n$")
 
@@ -315,7 +317,7 @@ class GateAndSignals(RunnerBase):
         env = base_runner_env(SHELLCTL_ENABLE_PATH_ISOLATION="true")
         p = self.sb.popen(env)
         try:
-            job = wait_for(lambda: self.waiting_at_latch(p.pid), "the job's process at the latch")
+            job = wait_for(lambda: process_at_gate_latch(p.pid), "the job's process at the latch")
             self.assertEqual(os.readlink(f"/proc/{job}/exe"), os.path.realpath(RUNNER))
             with open(f"/proc/{job}/status") as f:
                 status = f.read()
@@ -339,7 +341,7 @@ class GateAndSignals(RunnerBase):
         self.sb.prepare("echo never\n", {"HOME": self.sb.home}, gate=False)
         p = self.sb.popen(self.env, cwd=self.sb.path("missing-cwd"))
         try:
-            job = wait_for(lambda: self.waiting_at_latch(p.pid), "the job's process at the latch")
+            job = wait_for(lambda: process_at_gate_latch(p.pid), "the job's process at the latch")
             wait_for(lambda: b"chdir" in self.held_stderr(job), "the held chdir failure")
             self.assertEqual(self.sb.read("stderr.log"), "")
             self.assertEqual(self.sb.read("output.log"), "")
@@ -360,32 +362,12 @@ class GateAndSignals(RunnerBase):
         marker = self.sb.path("cwd", "ran")
         self.sb.prepare(f"touch {marker}\n", {"HOME": self.sb.home}, gate=False)
         p = self.sb.popen(self.env)
-        job = wait_for(lambda: self.waiting_at_latch(p.pid), "the job's process at the latch")
+        job = wait_for(lambda: process_at_gate_latch(p.pid), "the job's process at the latch")
         shutil.rmtree(self.sb.job_dir)
         p.wait(timeout=HANG_GUARD)
         self.assertEqual(p.returncode, 125)
         wait_for(lambda: not alive(job), "the job's process to end")
         self.assertFalse(os.path.exists(marker))
-
-    @staticmethod
-    def waiting_at_latch(runner_pid):
-        """The runner's descendant that is blocked reading its end of the gate's latch (a
-        socket): the job's process, or its PID 1 when a setup step of PID 1 failed before
-        the job's process was made. None while there is none."""
-        todo = children_of(runner_pid)
-        while todo:
-            pid = todo.pop(0)
-            todo += children_of(pid)
-            try:
-                with open(f"/proc/{pid}/syscall") as f:
-                    fields = f.read().split()
-                if fields[0] != "0":  # read(2) on x86_64
-                    continue
-                if os.readlink(f"/proc/{pid}/fd/{int(fields[1], 16)}").startswith("socket:"):
-                    return pid
-            except (OSError, IndexError, ValueError):
-                continue
-        return None
 
     @staticmethod
     def held_stderr(pid):

@@ -308,6 +308,11 @@ class KillDuringStartTest(RecoveryCase):
                                   "#{pane_pipe}").stdout.strip() == "1", 30, 0.01, "pipe")
         time.sleep(0.2)  # the slow sanitizer reports ready only after its delay
         self.assertFalse(os.path.exists(os.path.join(s.job_dir(job_id), "start-gate")))
+        # The fast path's step: the job's process and its sandbox are built already, and
+        # only its execve waits for the gate, when the server dies.
+        runner = int(s.tmux("display-message", "-p", "-t", f"shellctl-{job_id}:0.0",
+                            "#{pane_pid}").stdout.strip())
+        wait_until(lambda: harness.process_at_gate_latch(runner), 30, 0.01, "the job at the latch")
         s.kill()
         t.join(30)
         if kill_pipe:
