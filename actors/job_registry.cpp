@@ -121,51 +121,64 @@ caf::result<job_result> admit(self_ptr self, run_request& req) {
   return self->delegate(spawn_job(self, std::move(row)), std::move(req));
 }
 
-// GET /v1/jobs: every job actor reports its (materialized) state; the answer keeps the
-// creation order, applies the status filter, then the limit (http-api.md §5.6).
-caf::result<job_list> list(self_ptr self, const list_request& req) {
-  auto& st = self->state;
-  struct collector {
-    std::vector<std::optional<job_info>> infos;
-    std::size_t outstanding;
-    list_request req;
-    answer<job_list> reply;
-  };
-  std::vector<std::pair<std::size_t, job_actor_type>> targets;
-  std::size_t index = 0;
-  for (auto& id : st.newest_first) {
-    auto it = st.jobs.find(id);
-    if (it != st.jobs.end()) targets.emplace_back(index++, it->second);
+// GET /v1/jobs: the job actors report their (materialized) state, newest first; the
+// answer keeps that order, applies the status filter, then the limit (http-api.md §5.6).
+// Only as many actors are asked as the answer can still use — a window of the remaining
+// limit (at least 16), then the next window if jobs vanished meanwhile or the filter left
+// room — so a list costs O(limit), not O(jobs), however many idle jobs there are.
+struct list_walk {
+  std::vector<job_actor_type> targets;  // newest first
+  std::size_t next = 0;                 // the first target not asked yet
+  list_request req;
+  job_list out;
+  answer<job_list> reply;
+};
+
+void ask_list_window(self_ptr self, const std::shared_ptr<list_walk>& walk) {
+  const std::size_t need = walk->req.limit - std::min(walk->req.limit, walk->out.jobs.size());
+  const std::size_t left = walk->targets.size() - walk->next;
+  const std::size_t n = std::min(left, std::max<std::size_t>(need, 16));
+  if (need == 0 || n == 0) {
+    walk->reply.ok(std::move(walk->out));
+    return;
   }
-  auto col = std::make_shared<collector>(collector{std::vector<std::optional<job_info>>(index),
-                                                   targets.size(), req,
-                                                   answer_later<job_list>(self)});
-  auto finish = [col] {
-    job_list out;
-    for (auto& i : col->infos) {
+  auto window = std::make_shared<std::vector<std::optional<job_info>>>(n);
+  auto outstanding = std::make_shared<std::size_t>(n);
+  auto absorb = [self, walk, window] {
+    for (auto& i : *window) {
       if (!i) continue;  // vanished meanwhile
-      if (col->req.filtered && (!col->req.status || i->status != *col->req.status)) continue;
-      out.jobs.push_back(std::move(*i));
-      if (out.jobs.size() >= col->req.limit) break;
+      if (walk->req.filtered && (!walk->req.status || i->status != *walk->req.status)) continue;
+      if (walk->out.jobs.size() >= walk->req.limit) break;
+      walk->out.jobs.push_back(std::move(*i));
     }
-    col->reply.ok(std::move(out));
+    ask_list_window(self, walk);
   };
-  if (targets.empty()) {
-    finish();
-    return col->reply.promise();
-  }
-  for (auto& [i, job] : targets) {
-    self->request(job, std::chrono::seconds(30), info_request{})
+  const std::size_t first = walk->next;
+  walk->next += n;
+  for (std::size_t k = 0; k < n; ++k) {
+    self->request(walk->targets[first + k], std::chrono::seconds(30), info_request{})
         .then(
-            [col, i = i, finish](job_info& info) {
-              col->infos[i] = std::move(info);
-              if (--col->outstanding == 0) finish();
+            [window, outstanding, absorb, k](job_info& info) {
+              (*window)[k] = std::move(info);
+              if (--*outstanding == 0) absorb();
             },
-            [col, finish](caf::error&) {
-              if (--col->outstanding == 0) finish();
+            [outstanding, absorb](caf::error&) {
+              if (--*outstanding == 0) absorb();
             });
   }
-  return col->reply.promise();
+}
+
+caf::result<job_list> list(self_ptr self, const list_request& req) {
+  auto& st = self->state;
+  auto walk = std::make_shared<list_walk>();
+  walk->req = req;
+  walk->reply = answer_later<job_list>(self);
+  for (auto& id : st.newest_first) {
+    auto it = st.jobs.find(id);
+    if (it != st.jobs.end()) walk->targets.push_back(it->second);
+  }
+  ask_list_window(self, walk);
+  return walk->reply.promise();
 }
 
 // A job directory without a row is what a crash leaves between the directory's

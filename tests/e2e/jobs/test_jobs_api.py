@@ -390,6 +390,16 @@ class ListTest(SharedServerTestCase):
 
     def test_c_limit_clamping(self):
         s = self.server
+        # The oldest job of the list is the only running one: a filtered list must walk
+        # every window of jobs (the registry asks O(limit) of them at a time) to find it.
+        oldest_running = s.run("sleep 300", timeout=0.1)["job_id"]
+        try:
+            self.limit_clamping(oldest_running)
+        finally:
+            self.force_delete(s, oldest_running)
+
+    def limit_clamping(self, oldest_running):
+        s = self.server
         before = len(self.list("?limit=200"))
         n = 205 - before
         errors = []
@@ -416,6 +426,12 @@ class ListTest(SharedServerTestCase):
             created = [j["created_at"] for j in jobs]
             self.assertEqual(created, sorted(created, reverse=True), q)
             self.assertEqual(len({j["job_id"] for j in jobs}), want)
+        self.assertEqual([j["job_id"] for j in self.list("?status=running&limit=5")],
+                         [oldest_running])
+        newest = [j["job_id"] for j in self.list("?limit=200")]
+        self.assertEqual([j["job_id"] for j in self.list("?limit=7")], newest[:7])
+        self.assertEqual([j["job_id"] for j in self.list("?status=exited&limit=30")],
+                         newest[:30])  # every job but the running one has exited
 
 
 class WaitTest(SharedServerTestCase):
