@@ -648,7 +648,8 @@ void start_session(self_ptr self) {
   std::vector<std::string> lines = {io::tmux::new_session_line(session)};
   if (is_pty(self)) {
     dir(self).forget(files::pipe_end);
-    io::tmux::pipe_settings pipe{st.cfg.sanitizer, nonce};
+    io::tmux::pipe_settings pipe{st.cfg.sanitizer, st.cfg.runner_exit, st.cfg.state_dir,
+                                 r.job_id, st.cfg.sqlite_busy_timeout_ms, nonce};
     auto program = io::tmux::pipe_program(dir(self), st.output_abs, pipe);
     for (auto& l : io::tmux::attach_pipe_lines(pane(self), program)) lines.push_back(l);
     st.pipe_attached = true;  // from here on a sanitizer may be writing the log

@@ -28,14 +28,18 @@ std::optional<long> pane_pid_of(const std::vector<std::string>& new_session_outp
 
 // What the pipe program needs besides the job dir.
 struct pipe_settings {
-  std::string sanitizer;  // shellctl-sanitize-pty
-  std::string end_nonce;  // the runner's end marker (empty: no handshake)
+  std::string sanitizer;    // shellctl-sanitize-pty
+  std::string runner_exit;  // shellctl-runner-exit
+  std::string state_dir;
+  std::string job_id;
+  int sqlite_busy_timeout_ms = 5000;
+  std::string end_nonce;    // the runner's end marker (empty: no handshake)
 };
 // The sh program pipe-pane runs (runtime.md §3.3): sanitize into output.log, then mark the
-// pipe drained/failed. Unlike the original, it does not run shellctl-runner-exit: the
-// server records the exit from the artifacts it watches (as the spec allows, §3.3), at
-// once when it runs and by recovery when it restarts (D8); a process creation and a
-// second SQLite writer less on every PTY job's path.
+// pipe drained/failed and record the exit through shellctl-runner-exit. The server also
+// records exits from the artifacts, so this is not needed while it runs; it is kept because
+// it keeps the database true while the server is down (the startup retention GC reads the
+// rows before recovery has settled them; see the e2e retention test across a restart).
 std::string pipe_program(const fs::job_dir& dir, const std::string& output_log,
                          const pipe_settings& s);
 // pipe-pane, then display-message printing #{pane_pipe}.

@@ -95,9 +95,9 @@ TEST_CASE("session, pipe, query, input, ^C and kill: accepted by tmux and read b
   CHECK_FALSE(ok);  // gone already: tmux says so
 }
 
-TEST_CASE("pipe program: every path quoted, the markers of runtime.md §3.3, no runner-exit") {
+TEST_CASE("pipe program: every path quoted, markers and runner-exit as runtime.md §3.3") {
   shellctl::io::fs::job_dir dir("/s/jobs/it's");
-  tmux::pipe_settings p{"/bin/sanitize", ""};
+  tmux::pipe_settings p{"/bin/sanitize", "/bin/runner exit", "/s", "it's", 250, ""};
   auto prog = tmux::pipe_program(dir, "/s/jobs/it's/output.log", p);
   // With the runner's end marker, the sanitizer learns its nonce and where to acknowledge it.
   tmux::pipe_settings with_end = p;
@@ -109,12 +109,8 @@ TEST_CASE("pipe program: every path quoted, the markers of runtime.md §3.3, no 
                   "'/s/jobs/it'\\''s/output.log'") == 0);
   CHECK(prog.find(": > '/s/jobs/it'\\''s/.pipe-drained'") != std::string::npos);
   CHECK(prog.find(": > '/s/jobs/it'\\''s/.pipe-failed'") != std::string::npos);
-  // The server records the exit from the artifacts: nothing else runs after the sanitizer.
-  CHECK(prog.find("runner-exit-code") == std::string::npos);
-  CHECK(prog == "'/bin/sanitize' '--ready-file' '/s/jobs/it'\\''s/.pipe-ready' >> "
-                "'/s/jobs/it'\\''s/output.log' 2> '/s/jobs/it'\\''s/pipe-error.log'; s=$?; "
-                "if [ $s -eq 0 ]; then : > '/s/jobs/it'\\''s/.pipe-drained'; "
-                "else : > '/s/jobs/it'\\''s/.pipe-failed'; fi; exit $s");
+  CHECK(prog.find("'/bin/runner exit' '--state-dir' '/s' '--job-id' 'it'\\''s' "
+                  "'--sqlite-busy-timeout-ms' '250'") != std::string::npos);
   CHECK(prog.rfind("exit $s") == prog.size() - 7);
 }
 
