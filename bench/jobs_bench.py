@@ -57,6 +57,22 @@ def run_echo_series(s, n):
     return [run_echo(s) for _ in range(n)]
 
 
+def process_cpu_seconds(pid):
+    """utime + stime of one process (the server), from /proc/<pid>/stat."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def busy_cpu_seconds():
+    """CPU time the whole machine spent busy (every process: server, tmux, helpers, jobs,
+    the kernel, and this client), from /proc/stat."""
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    idle = fields[3] + fields[4]  # idle + iowait
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
 def rss_kb(pid):
     with open(f"/proc/{pid}/status") as f:
         for line in f:
@@ -176,6 +192,22 @@ def compare(report, old_dir):
         for k in range(2):
             report(f"RunEcho p50 / p95, {names[k]} (n={N_SEQ})",
                    f"{ms(p50[k])} / {ms(p95[k])} ({p50[k] / p50[0]:.2f}x old)")
+        # The server's own CPU per job, and what it burns while idle (the other server is
+        # idle meanwhile, so the machine-wide figure mixes both: it is left out here).
+        own = []
+        for k, s in enumerate(servers):
+            cpu0 = process_cpu_seconds(s.pid)
+            for _ in range(N_SEQ):
+                run_echo(s)
+            own.append((process_cpu_seconds(s.pid) - cpu0) / N_SEQ)
+        for k, s in enumerate(servers):
+            report(f"server CPU per RunEcho, {names[k]}",
+                   f"{ms(own[k])} ({own[k] / own[0]:.2f}x old)")
+        for k, s in enumerate(servers):
+            cpu0 = process_cpu_seconds(s.pid)
+            time.sleep(2)
+            report(f"server CPU while idle, {names[k]}",
+                   f"{(process_cpu_seconds(s.pid) - cpu0) / 2 * 100:.1f} % of a CPU")
         rates = []
         for k, s in enumerate(servers):
             t0 = time.monotonic()
@@ -218,9 +250,17 @@ def main():
         report("RSS idle", f"{rss_kb(s.pid) / 1024:.1f} MiB")
 
         before = timeline_sums(s)
+        cpu0, own0 = busy_cpu_seconds(), process_cpu_seconds(s.pid)
         t = run_echo_series(s, N_SEQ)
+        cpu = (busy_cpu_seconds() - cpu0) / (N_SEQ + 1)
+        own = (process_cpu_seconds(s.pid) - own0) / (N_SEQ + 1)
         print_timeline(report, before, timeline_sums(s))
         report(f"RunEcho sequential p50 (n={N_SEQ})", ms(statistics.median(t)))
+        # CPU per job near its latency means the path is bound by CPU work, not by waits:
+        # then parallel clients on 2 CPUs can gain at most 2 x latency / CPU per job.
+        report("RunEcho CPU per job, all processes (machine busy time)",
+               f"{ms(cpu)} ({cpu / statistics.mean(t):.2f}x its mean latency)")
+        report("RunEcho CPU per job, the server alone", ms(own))
         report(f"RunEcho sequential p95 (n={N_SEQ})", ms(pct(t, 95)))
 
         t0 = time.monotonic()
