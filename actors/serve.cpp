@@ -175,7 +175,7 @@ int serve(const io::config::serve_config& cfg, const io::sandbox::namespace_prob
   caf::actor_system_config sys_cfg;
   // Work sharing: idle scheduler threads sleep on a condition variable until a message
   // arrives. CAF's default work stealing polls (spins, then naps in 50 us and 10 ms steps),
-  // which cost this server ~8 % of a CPU while idle and competed with tmux and the job's
+  // which cost this server 8-40 % of a CPU while idle and competed with tmux and the job's
   // processes for the 2 CPUs on every job (measured side by side, bench/jobs_bench.py).
   // A few messages per job need no stealing.
   sys_cfg.set("scheduler.policy", caf::atom("sharing"));
