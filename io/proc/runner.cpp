@@ -705,8 +705,11 @@ bool wait_for_start_gate(const std::string& job_dir, std::string& err) {
   // is seen from the directory above (the jobs directory's IN_DELETE/IN_MOVED_FROM), and
   // every wake-up checks that it is still there. Without that second watch (out of
   // watches) the removal is still seen, when the logs close.
-  const std::string parent = job_dir.substr(0, job_dir.find_last_of('/') + 1);
-  if (!parent.empty()) ino.add_watch(parent, IN_DELETE | IN_MOVED_FROM | IN_ONLYDIR);
+  std::string parent = job_dir;
+  while (parent.size() > 1 && parent.back() == '/') parent.pop_back();  // "J/" is J
+  const auto slash = parent.find_last_of('/');
+  parent = slash == std::string::npos ? "." : parent.substr(0, slash + 1);
+  ino.add_watch(parent, IN_DELETE | IN_MOVED_FROM | IN_ONLYDIR);
   alignas(inotify_event) char buf[4096];
   bool opened = false;
   for (;;) {

@@ -2,6 +2,7 @@
 
 Real processes, real files, real kernel; no timing assertions: every wait is for an
 event (a FIFO handshake, process exit) with only a generous hang guard."""
+import contextlib
 import os
 import re
 import shutil
@@ -71,6 +72,24 @@ class RunnerBase(unittest.TestCase):
     def run_job(self, script, job_env=None, mode="stdio", cwd=None, env=None):
         self.sb.prepare(script, job_env if job_env is not None else {"HOME": self.sb.home})
         return self.sb.run(env or self.env, mode=mode, cwd=cwd)
+
+    @contextlib.contextmanager
+    def running_job(self, before, after):
+        """The runner running `before`, then a line to a FIFO, then `after`; yields the
+        runner once the script has written the FIFO line (so it has really started), and
+        kills the runner on the way out if it is still there."""
+        ready = self.sb.path("cwd", "ready.fifo")
+        os.mkfifo(ready)
+        self.sb.prepare(f"{before}echo ready > {ready}\n{after}", {"HOME": self.sb.home})
+        p = self.sb.popen(self.env)
+        try:
+            with open(ready) as f:
+                self.assertEqual(f.read(), "ready\n")
+            yield p
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
 
     def assert_artifacts(self, code):
         self.assertEqual(self.sb.read("runner-exit-code"), f"{code}\n")
@@ -359,9 +378,19 @@ class GateAndSignals(RunnerBase):
         self.assertEqual(self.sb.read("output.log"), "")
 
     def test_job_dir_removed_with_the_job_process_at_the_latch(self):
+        self.removed_at_the_latch(self.sb.command())
+
+    def test_job_dir_with_a_trailing_slash_removed_at_the_latch(self):
+        # The removal is seen from the directory above the job dir, whatever its spelling.
+        argv = self.sb.command()
+        argv[1] += "/"
+        self.removed_at_the_latch(argv)
+
+    def removed_at_the_latch(self, argv):
         marker = self.sb.path("cwd", "ran")
         self.sb.prepare(f"touch {marker}\n", {"HOME": self.sb.home}, gate=False)
-        p = self.sb.popen(self.env)
+        p = subprocess.Popen(argv, env=self.env, stdin=subprocess.DEVNULL,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         job = wait_for(lambda: process_at_gate_latch(p.pid), "the job's process at the latch")
         shutil.rmtree(self.sb.job_dir)
         p.wait(timeout=HANG_GUARD)
@@ -380,18 +409,9 @@ class GateAndSignals(RunnerBase):
     def test_a_running_job_holds_no_inotify_instance(self):
         # The gate's instance is closed once idle (closing it at once would cost an SRCU
         # grace period on the job's path): a long job must not keep one of the user's 128.
-        ready = self.sb.path("cwd", "ready.fifo")
-        os.mkfifo(ready)
-        self.sb.prepare(f"echo up > {ready}\nsleep 600\n", {"HOME": self.sb.home})
-        p = self.sb.popen(self.env)
-        try:
-            with open(ready) as f:
-                self.assertEqual(f.read(), "up\n")
+        with self.running_job("", "sleep 600\n") as p:
             wait_for(lambda: not self.has_inotify_fd(p.pid), "the runner to close its instance")
             self.assertIsNone(p.poll())
-        finally:
-            p.kill()
-            p.wait()
 
     def test_gate_via_rename_is_seen(self):
         self.sb.prepare("echo renamed-gate\n", {"HOME": self.sb.home}, gate=False)
@@ -432,22 +452,10 @@ class GateAndSignals(RunnerBase):
         return False
 
     def signal_test(self, sig, trapped_name):
-        ready = self.sb.path("cwd", "ready.fifo")
-        os.mkfifo(ready)
-        script = (f"trap 'echo got-{trapped_name}; exit 3' {trapped_name}\n"
-                  f"echo armed > {ready}\n"
-                  "while :; do sleep 0.05; done\n")
-        self.sb.prepare(script, {"HOME": self.sb.home})
-        p = self.sb.popen(self.env)
-        try:
-            with open(ready) as f:
-                self.assertEqual(f.read(), "armed\n")
+        with self.running_job(f"trap 'echo got-{trapped_name}; exit 3' {trapped_name}\n",
+                              "while :; do sleep 0.05; done\n") as p:
             os.kill(p.pid, sig)  # the runner only, not its process group
             p.wait(timeout=HANG_GUARD)
-        finally:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
         self.assertEqual(p.returncode, 3)  # the runner survived and reported the child
         self.assertEqual(self.sb.read("output.log"), f"got-{trapped_name}\n")
         self.assert_artifacts(3)
@@ -464,19 +472,10 @@ class GateAndSignals(RunnerBase):
     def test_runner_stays_in_the_callers_process_group(self):
         # Seen from the host: inside its PID namespace the job cannot name a group whose
         # leader lives outside it.
-        ready = self.sb.path("cwd", "ready.fifo")
-        os.mkfifo(ready)
-        self.sb.prepare(f"echo started > {ready}; sleep 30\n", {"HOME": self.sb.home})
-        p = self.sb.popen(self.env)
-        try:
-            with open(ready) as f:
-                self.assertEqual(f.read(), "started\n")
+        with self.running_job("", "sleep 30\n") as p:
             main = wait_for(lambda: job_main_process(p.pid), "the job's main process")
             self.assertEqual(os.getpgid(p.pid), os.getpgrp())
             self.assertEqual(os.getpgid(main), os.getpgrp())
-        finally:
-            p.kill()
-            p.wait()
 
 
 class PtyMode(RunnerBase):
