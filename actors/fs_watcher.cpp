@@ -35,7 +35,10 @@ fs_watcher_actor::behavior_type fs_watcher(fs_watcher_actor::stateful_pointer<fs
         std::map<int, dir_changed> per_wd;
         for (auto& ev : m.events) {
           if (ev.mask & IN_IGNORED) continue;
-          if (st.by_wd.count(ev.wd)) per_wd[ev.wd].names.insert(ev.name);
+          if (!st.by_wd.count(ev.wd)) continue;
+          auto& changed = per_wd[ev.wd];
+          changed.names.insert(ev.name);
+          if (ev.mask & IN_CLOSE_WRITE) changed.closed.insert(ev.name);
         }
         for (auto& [wd, changed] : per_wd) self->send(st.by_wd[wd].owner, std::move(changed));
       },

@@ -77,7 +77,7 @@ using job_actor_type = caf::typed_actor<
     replies_to<info_request>::with<job_info>,         // the row for GET /v1/jobs
     reacts_to<dir_changed>,                           // from fs_watcher
     reacts_to<session_gone>,                          // from tmux_server
-    reacts_to<recover_job>,                           // from the registry, after startup
+    replies_to<recover_job>::with<job_recovered>,     // from the registry: once settled
     reacts_to<collect_if_expired>,                    // from the registry, for retention
     reacts_to<shutdown_jobs>,
     // internal: timers

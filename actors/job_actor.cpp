@@ -49,6 +49,8 @@ bool is_pty(self_ptr self) { return self->state.row.mode == io::store::job_mode:
 std::string pane(self_ptr self) { return self->state.row.pane_target; }
 
 void settle(self_ptr self);
+// Recovery's first decision is carried out: the registry learns it (a no-op otherwise).
+void recovery_settled(self_ptr self) { self->state.recovery.ok(job_recovered{}); }
 void evaluate_waiters(self_ptr self);
 
 bool in_removal(self_ptr self) {
@@ -298,11 +300,15 @@ void apply(self_ptr self, transition t, std::function<void(store_reply&)> then =
                 expected);
 }
 
-void record_exit(self_ptr self, std::int64_t code, const std::string& ended_at) {
+void record_exit(self_ptr self, std::int64_t code, const std::string& ended_at,
+                 std::function<void(store_reply&)> then = {}) {
   auto& r = self->state.row;
   self->state.timeline.mark(job_mark::exit_seen);
   store_request(self, store_record_exit{r.job_id, code, ended_at},
-                [self](store_reply&) { self->state.timeline.mark(job_mark::exit_recorded); },
+                [self, then](store_reply& rep) {
+                  self->state.timeline.mark(job_mark::exit_recorded);
+                  if (then) then(rep);
+                },
                 io::store::preview_record_exit(known_row(self), code, ended_at));
 }
 
@@ -333,7 +339,7 @@ void kill_session(self_ptr self) {
 // decision carried out.
 void settle(self_ptr self) {
   auto& st = self->state;
-  if (in_removal(self)) return;
+  if (in_removal(self)) return;  // finish_removal answers a recovery
   if (st.busy) {
     st.dirty = true;
     return;
@@ -349,17 +355,20 @@ void settle(self_ptr self) {
     disk->failed_marker = has(self, files::pipe_failed);
     disk->record = dir(self).read_exit_record();
   }
+  // A recovery waits for the decision's write (the startup retention GC reads the rows).
+  auto stored = [self](store_reply&) { recovery_settled(self); };
   switch (decide_settle(facts, disk)) {
     case settle_action::nothing:
+      recovery_settled(self);
       return;
     case settle_action::fill_ended_at:
-      apply(self, transition{r.status, {r.status}, {}, {}, {}, false});
+      apply(self, transition{r.status, {r.status}, {}, {}, {}, false}, stored);
       return;
     case settle_action::exited_from_code:
-      apply(self, transition{job_status::exited, live_statuses, {}, {}, {}, false});
+      apply(self, transition{job_status::exited, live_statuses, {}, {}, {}, false}, stored);
       return;
     case settle_action::record_exit:
-      record_exit(self, *disk->record.code, disk->record.ended_at);
+      record_exit(self, *disk->record.code, disk->record.ended_at, stored);
       return;
     case settle_action::read_again:
       // Decide again shortly, from the artifacts, once they can be read.
@@ -367,22 +376,26 @@ void settle(self_ptr self) {
         st.settle_retry_armed = true;
         self->delayed_send(self, std::chrono::milliseconds(200), settle_retry{});
       }
+      recovery_settled(self);  // no evidence yet: the row stays as it is for now
       return;
     case settle_action::pipe_failed:
       apply(self, transition{job_status::failed, live_statuses, std::string("pipe_failed"),
                              std::string("The tmux output pipe stopped while the job was "
                                          "still running."),
-                             {}, false});
+                             {}, false},
+            stored);
       return;
     case settle_action::running:
       apply(self, transition{job_status::running, {job_status::created, job_status::starting}, {},
-                             {}, {}, true});
+                             {}, {}, true},
+            stored);
       return;
     case settle_action::await_finalizer:
       if (!st.finalizer_timer_armed) {
         st.finalizer_timer_armed = true;
         self->delayed_send(self, st.cfg.finalizer_grace, finalizer_timeout{});
       }
+      recovery_settled(self);  // the row is decided when the pipe's grace is over
       return;
     case settle_action::lost: {
       // The evidence, for the operator: a lost job is a claim that nothing recorded its end.
@@ -401,7 +414,8 @@ void settle(self_ptr self) {
         self->send(st.peers.cleanup, kill_groups_naming{st.dir});
       apply(self, transition{job_status::lost, live_statuses, std::string("tmux_session_missing"),
                              std::string("The dedicated tmux session is no longer present."),
-                             {}, false});
+                             {}, false},
+            stored);
       return;
     }
   }
@@ -528,6 +542,7 @@ void fail_start(self_ptr self, const std::string& message) {
           move_to(self, job_phase::live);
           undo_start(self);
           answer_run(self);
+          recovery_settled(self);  // an interrupted start, found by recovery
         });
 }
 
@@ -570,6 +585,25 @@ void open_gate(self_ptr self) {
     answer_run(self);
     settle(self);
   });
+}
+
+// PTY: output.log is written by the sanitizer alone, which holds it open until it exits
+// (the pipe program execs it), so the log's close means the pipe has ended. Without a
+// marker the sanitizer died (killed, say): .pipe-failed is written for it, as the Go pipe
+// shell would have (runtime.md §3.3), and settle() fails the job (rule 4a) instead of
+// leaving it running with nobody capturing its output. Before the gate a close can only
+// come from a pipe that a retried start killed.
+void output_closed(self_ptr self) {
+  auto& st = self->state;
+  if (!is_pty(self) || !st.pipe_attached || !st.gate_opened || done(self)) return;
+  if (st.output_abs != dir(self).file(files::output)) return;  // a log written elsewhere
+  if (has(self, files::pipe_drained) || has(self, files::pipe_failed)) return;
+  try {
+    dir(self).mark_pipe_failed();
+  } catch (const std::exception& e) {
+    warn(self, std::string("pipe ended without a marker; writing .pipe-failed: ") + e.what());
+  }
+  settle(self);
 }
 
 void await_pipe_ready(self_ptr self) {
@@ -648,8 +682,7 @@ void start_session(self_ptr self) {
   std::vector<std::string> lines = {io::tmux::new_session_line(session)};
   if (is_pty(self)) {
     dir(self).forget(files::pipe_end);
-    io::tmux::pipe_settings pipe{st.cfg.sanitizer, st.cfg.runner_exit, st.cfg.state_dir,
-                                 r.job_id, st.cfg.sqlite_busy_timeout_ms, nonce};
+    io::tmux::pipe_settings pipe{st.cfg.sanitizer, nonce};
     auto program = io::tmux::pipe_program(dir(self), st.output_abs, pipe);
     for (auto& l : io::tmux::attach_pipe_lines(pane(self), program)) lines.push_back(l);
     st.pipe_attached = true;  // from here on a sanitizer may be writing the log
@@ -710,6 +743,7 @@ void finish_removal(self_ptr self) {
   for (auto& held : st.during_removal) held.reply.fail(job_errc::job_not_found, "Unknown job id");
   st.during_removal.clear();
   answer_everything_held(self, "the job was removed");
+  recovery_settled(self);
   self->send(self, retire{});
 }
 
@@ -855,7 +889,8 @@ void recover(self_ptr self, bool alive) {
                  apply(self, transition{job_status::failed, live_statuses, std::string("pipe_failed"),
                                         std::string("The tmux output pipe stopped while the job "
                                                     "was still running."),
-                                        {}, false});
+                                        {}, false},
+                       [self](store_reply&) { recovery_settled(self); });
                  return;
                }
                settle(self);
@@ -1175,6 +1210,9 @@ job_actor_type::behavior_type job_actor(job_actor_type::stateful_pointer<job_sta
       },
       [self](dir_changed& m) {
         auto& st = self->state;
+        // Before the gate can open in this batch: a close from a pipe that a retried start
+        // killed must not count against the new one.
+        if (m.closed.count(files::output)) output_closed(self);
         if (st.phase == job_phase::awaiting_pipe && m.names.count(files::pipe_ready))
           open_gate(self);
         static const char* const state_files[] = {files::exit_code, files::ended_at,
@@ -1201,7 +1239,11 @@ job_actor_type::behavior_type job_actor(job_actor_type::stateful_pointer<job_sta
         output_may_be_final(self);
         evaluate_waiters(self);
       },
-      [self](recover_job& m) { recover(self, m.session_alive); },
+      [self](recover_job& m) -> caf::result<job_recovered> {
+        self->state.recovery = answer_later<job_recovered>(self);
+        recover(self, m.session_alive);
+        return self->state.recovery.promise();
+      },
       [self](waiter_tick& m) {
         self->state.waiters.ticked(m.waiter_id);
         evaluate_waiters(self);

@@ -50,6 +50,7 @@ struct job_state {
     answer<job_result> reply;
   };
   std::optional<pending_run> run;
+  answer<job_recovered> recovery;  // a recovered job: answered once its first settle is done
   clock::time_point admitted_at;  // when the run request arrived (/metrics: start latency)
   timeline_recorder timeline;     // where its milliseconds go (actors/job_timeline.hpp)
 

@@ -287,18 +287,30 @@ job_registry_actor::behavior_type job_registry(
               self->request(self->state.peers.tmux, caf::infinite, list_sessions_request{})
                   .then([self, rp, rows](session_list& sessions) mutable {
                     remove_orphan_dirs(self, rows.rows);
+                    store_rows summary;
+                    summary.ok = sessions.ok;
+                    summary.error = sessions.error;
+                    // The answer waits until every job has settled (its row true again):
+                    // the startup retention GC that follows reads the rows. Serving
+                    // starts now; a job that takes longer than the bound only makes the
+                    // GC read an older row (a job that ended while the server was down
+                    // is then collected at the next interval instead).
+                    auto left = std::make_shared<std::size_t>(1);
+                    auto one_settled = [rp, summary, left]() mutable {
+                      if (--*left == 0) rp.deliver(summary);
+                    };
                     for (auto& row : rows.rows) {
                       if (self->state.jobs.count(row.job_id)) continue;
                       bool alive = sessions.names.count(row.session_name) > 0;
                       self->state.newest_first.push_back(row.job_id);
                       auto job = spawn_job(self, row);
-                      self->send(job, recover_job{alive});
+                      ++*left;
+                      self->request(job, std::chrono::seconds(30), recover_job{alive})
+                          .then([one_settled](job_recovered&) mutable { one_settled(); },
+                                [one_settled](caf::error&) mutable { one_settled(); });
                     }
-                    store_rows summary;
-                    summary.ok = sessions.ok;
-                    summary.error = sessions.error;
                     if (summary.ok) self->become(serving(self));
-                    rp.deliver(summary);
+                    one_settled();
                   });
             });
         return rp;

@@ -268,6 +268,7 @@ struct tmux_start {};
 // fs_watcher → job_actor: these files in the job dir changed.
 struct dir_changed {
   std::set<std::string> names;
+  std::set<std::string> closed;  // of `names`, those closed after writing (IN_CLOSE_WRITE)
 };
 // Whoever is told of changes in a watched directory (a job_actor).
 using dir_listener = caf::typed_actor<caf::reacts_to<dir_changed>>;
@@ -295,8 +296,12 @@ struct removal_ack {};
 struct recover_job {
   bool session_alive;
 };
+// The job actor's answer once recovery's first settle is carried out (its row stored, or
+// nothing to store): the startup retention GC must read rows recovery has made true.
+struct job_recovered {};
 // Asks the registry to load every row and settle it (startup, D8). Answered with
-// store_rows (ok/error) once every job actor exists.
+// store_rows (ok/error) once every job actor has settled its row (or 30 s passed); job
+// requests are served from the moment every job actor exists.
 struct recover_all {};
 struct shutdown_jobs {};
 
@@ -461,6 +466,7 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::session_gone)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::job_removed)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::removal_ack)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::recover_job)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::job_recovered)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::recover_all)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::shutdown_jobs)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::remove_tree)

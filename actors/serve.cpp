@@ -150,7 +150,6 @@ int serve(const io::config::serve_config& cfg, const io::sandbox::namespace_prob
   js.tmux_socket = js.runtime_dir + "/tmux.sock";
   js.runner_link = js.runtime_dir + "/bin/shellctl-runner";
   js.sanitizer = find_helper("shellctl-sanitize-pty", true);
-  js.runner_exit = find_helper("shellctl-runner-exit", true);
   js.default_cwd = cfg.home;
   js.runner_policy_env = cfg.isolation_env;
   js.runner_policy_env.emplace_back("SHELLCTL_STATE_DIR", js.state_dir);

@@ -16,7 +16,6 @@ struct job_settings {
   std::string tmux_socket;  // R/tmux.sock
   std::string runner_link;  // R/bin/shellctl-runner
   std::string sanitizer;    // shellctl-sanitize-pty: absolute when found next to shellctl
-  std::string runner_exit;  // shellctl-runner-exit: likewise
   std::string default_cwd;  // the server's HOME
   // Path isolation (SHELLCTL_ENABLE_PATH_ISOLATION): the rules of io/sandbox/path_rules.hpp
   // apply to a job's HOME at run; they need the canonical state dir and server HOME.

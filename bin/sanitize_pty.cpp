@@ -23,6 +23,8 @@ void usage(FILE* f) {
                "Usage of %s:\n"
                "  -end-file string\n    \tfile created once the end marker has been read\n"
                "  -end-marker string\n    \tnonce of the runner's end marker (ESC ] shellctl-end;NONCE BEL)\n"
+               "  -drained-file string\n    \tfile created after a clean EOF, before exiting 0\n"
+               "  -failed-file string\n    \tfile created before exiting non-zero\n"
                "  -ready-file string\n    \tfile created before reading stdin\n"
                "  -version\n    \tprint the version\n"
                "\nRun by tmux pipe-pane for every PTY job of shellctl serve: turns terminal output\n"
@@ -36,62 +38,13 @@ int fail(const std::string& what, int err) {
   return 1;
 }
 
-}  // namespace
+void touch(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd >= 0) ::close(fd);
+}
 
-int main(int argc, char** argv) {
-  std::string ready_file, end_file, end_nonce;
-  bool have_ready = false;
-  // Go flag syntax (io/text/go_flags.hpp).
-  shellctl::io::text::go_flag_reader flags(argc, argv, 1);
-  shellctl::io::text::go_flag_reader::flag f;
-  for (;;) {
-    const auto step = flags.next(f);
-    if (step == shellctl::io::text::go_flag_reader::step::end) break;
-    if (step == shellctl::io::text::go_flag_reader::step::bad_syntax) {
-      std::fprintf(stderr, "bad flag syntax: %s\n", f.raw.c_str());
-      usage(stderr);
-      return 2;
-    }
-    const std::string_view name = f.name;
-    if (name == "h" || name == "help") {
-      usage(stderr);
-      return 0;
-    }
-    if (name == "version") {
-      std::printf("%s %s\n", kProg, SHELLCTL_VERSION);
-      return 0;
-    }
-    if (name != "ready-file" && name != "end-file" && name != "end-marker") {
-      std::fprintf(stderr, "flag provided but not defined: -%.*s\n", static_cast<int>(name.size()),
-                   name.data());
-      usage(stderr);
-      return 2;
-    }
-    if (!flags.take_value(f)) {
-      std::fprintf(stderr, "flag needs an argument: -%.*s\n", static_cast<int>(name.size()),
-                   name.data());
-      usage(stderr);
-      return 2;
-    }
-    if (name == "ready-file") {
-      ready_file = *f.value;
-      have_ready = true;
-    } else if (name == "end-file") {
-      end_file = *f.value;
-    } else {
-      end_nonce = *f.value;
-    }
-  }
-
-  // A closed reader must surface as a write error (exit 1), not kill us silently.
-  ::signal(SIGPIPE, SIG_IGN);
-
-  if (have_ready && !ready_file.empty()) {
-    const int fd = ::open(ready_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) return fail("open " + ready_file, errno);
-    ::close(fd);
-  }
-
+// stdin to stdout until EOF: 0, or 1 after an I/O error (reported on stderr).
+int sanitize(const std::string& end_file, const std::string& end_nonce) {
   shellctl::io::pty::sanitizer s;
   std::string buf(64 * 1024, '\0');
   std::string out;
@@ -120,8 +73,7 @@ int main(int argc, char** argv) {
       tail.append(buf.data(), static_cast<std::size_t>(r));
       if (tail.find(marker) != std::string::npos) {
         marker_seen = true;
-        const int fd = ::open(end_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        if (fd >= 0) ::close(fd);
+        touch(end_file);
       } else if (tail.size() >= marker.size()) {
         tail.erase(0, tail.size() - (marker.size() - 1));
       }
@@ -129,3 +81,80 @@ int main(int argc, char** argv) {
     if (r == 0) return 0;
   }
 }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string ready_file, end_file, end_nonce, drained_file, failed_file;
+  bool have_ready = false;
+  // Go flag syntax (io/text/go_flags.hpp).
+  shellctl::io::text::go_flag_reader flags(argc, argv, 1);
+  shellctl::io::text::go_flag_reader::flag f;
+  for (;;) {
+    const auto step = flags.next(f);
+    if (step == shellctl::io::text::go_flag_reader::step::end) break;
+    if (step == shellctl::io::text::go_flag_reader::step::bad_syntax) {
+      std::fprintf(stderr, "bad flag syntax: %s\n", f.raw.c_str());
+      usage(stderr);
+      return 2;
+    }
+    const std::string_view name = f.name;
+    if (name == "h" || name == "help") {
+      usage(stderr);
+      return 0;
+    }
+    if (name == "version") {
+      std::printf("%s %s\n", kProg, SHELLCTL_VERSION);
+      return 0;
+    }
+    if (name != "ready-file" && name != "end-file" && name != "end-marker" &&
+        name != "drained-file" && name != "failed-file") {
+      std::fprintf(stderr, "flag provided but not defined: -%.*s\n", static_cast<int>(name.size()),
+                   name.data());
+      usage(stderr);
+      return 2;
+    }
+    if (!flags.take_value(f)) {
+      std::fprintf(stderr, "flag needs an argument: -%.*s\n", static_cast<int>(name.size()),
+                   name.data());
+      usage(stderr);
+      return 2;
+    }
+    if (name == "ready-file") {
+      ready_file = *f.value;
+      have_ready = true;
+    } else if (name == "end-file") {
+      end_file = *f.value;
+    } else if (name == "drained-file") {
+      drained_file = *f.value;
+    } else if (name == "failed-file") {
+      failed_file = *f.value;
+    } else {
+      end_nonce = *f.value;
+    }
+  }
+
+  // A closed reader must surface as a write error (exit 1), not kill us silently.
+  ::signal(SIGPIPE, SIG_IGN);
+
+  if (have_ready && !ready_file.empty()) {
+    const int fd = ::open(ready_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+      const int err = errno;
+      if (!failed_file.empty()) touch(failed_file);
+      return fail("open " + ready_file, err);
+    }
+    ::close(fd);
+  }
+
+  // The markers the Go server's pipe shell writes after the sanitizer (runtime.md §3.3),
+  // written here when asked: shellctl serve execs the sanitizer as the whole pipe program,
+  // so no shell stays resident per job to write them. The drained marker is written while
+  // stdout is still open (everything is written by then); the stdout's close, which the
+  // server watches (IN_CLOSE_WRITE on output.log), comes after it.
+  const int status = sanitize(end_file, end_nonce);
+  const std::string& marker_file = status == 0 ? drained_file : failed_file;
+  if (!marker_file.empty()) touch(marker_file);
+  return status;
+}
+

@@ -48,6 +48,8 @@ exit_record job_dir::read_exit_record() const {
   return a;
 }
 
+void job_dir::mark_pipe_failed() const { write_file(file(job_files::pipe_failed), "", 0644); }
+
 void job_dir::forget(const char* name) const { ::unlink(file(name).c_str()); }
 
 }  // namespace shellctl::io::fs

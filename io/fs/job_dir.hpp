@@ -47,6 +47,9 @@ class job_dir {
   // Lets the runner go (it waits for this file). Throws std::system_error.
   void open_gate() const;
   exit_record read_exit_record() const;
+  // .pipe-failed, on behalf of a sanitizer that died without writing a marker (the Go
+  // pipe shell's step 3, runtime.md §3.3). Throws std::system_error.
+  void mark_pipe_failed() const;
   // Removes a marker (missing is fine).
   void forget(const char* name) const;
 

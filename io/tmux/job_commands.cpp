@@ -26,22 +26,12 @@ std::string pipe_program(const fs::job_dir& dir, const std::string& output_log,
   using text::sh_quote;
   namespace f = fs::job_files;
   auto q = [&](const char* name) { return sh_quote(dir.file(name)); };
-  std::string s;
-  s += sh_quote(st.sanitizer) + " '--ready-file' " + q(f::pipe_ready);
+  // `exec`: tmux's `sh -c` becomes the sanitizer, so the pipe is one process.
+  std::string s = "exec " + sh_quote(st.sanitizer) + " '--ready-file' " + q(f::pipe_ready);
   if (!st.end_nonce.empty())
     s += " '--end-marker' " + sh_quote(st.end_nonce) + " '--end-file' " + q(f::pipe_end);
-  s += " >> " +
-       sh_quote(output_log) + " 2> " + q(f::pipe_errors) + "; s=$?; ";
-  s += "if [ $s -eq 0 ]; then : > " + q(f::pipe_drained) + "; ";
-  s += "if [ -s " + q(f::exit_code) + " ] && [ -s " + q(f::ended_at) + " ]; then ";
-  // `read` is a shell builtin: no cat processes on the completion path.
-  s += "read -r c < " + q(f::exit_code) + "; read -r e < " + q(f::ended_at) + "; ";
-  s += sh_quote(st.runner_exit) + " '--state-dir' " + sh_quote(st.state_dir) + " '--job-id' " +
-       sh_quote(st.job_id) + " '--sqlite-busy-timeout-ms' " +
-       sh_quote(std::to_string(st.sqlite_busy_timeout_ms)) +
-       " --exit-code \"$c\" --ended-at \"$e\" 2>> " + q(f::pipe_errors) +
-       " || echo \"runner-exit failed with status $?\" >> " + q(f::pipe_errors) + "; ";
-  s += "fi; else : > " + q(f::pipe_failed) + "; fi; exit $s";
+  s += " '--drained-file' " + q(f::pipe_drained) + " '--failed-file' " + q(f::pipe_failed);
+  s += " >> " + sh_quote(output_log) + " 2> " + q(f::pipe_errors);
   return s;
 }
 

@@ -28,18 +28,15 @@ std::optional<long> pane_pid_of(const std::vector<std::string>& new_session_outp
 
 // What the pipe program needs besides the job dir.
 struct pipe_settings {
-  std::string sanitizer;    // shellctl-sanitize-pty
-  std::string runner_exit;  // shellctl-runner-exit
-  std::string state_dir;
-  std::string job_id;
-  int sqlite_busy_timeout_ms = 5000;
-  std::string end_nonce;    // the runner's end marker (empty: no handshake)
+  std::string sanitizer;  // shellctl-sanitize-pty
+  std::string end_nonce;  // the runner's end marker (empty: no handshake)
 };
-// The sh program pipe-pane runs (runtime.md §3.3): sanitize into output.log, then mark the
-// pipe drained/failed and record the exit through shellctl-runner-exit. The server also
-// records exits from the artifacts, so this is not needed while it runs; it is kept because
-// it keeps the database true while the server is down (the startup retention GC reads the
-// rows before recovery has settled them; see the e2e retention test across a restart).
+// The program pipe-pane runs (runtime.md §3.3, the fast path of issue 15): `sh -c` execs
+// the sanitizer, which appends to output.log and writes .pipe-drained or .pipe-failed
+// itself. No shellctl-runner-exit: the server records the exit from the artifacts it
+// watches, and recovery does so for a job that ended while the server was down (the
+// startup retention GC waits for recovery's settles). A sanitizer that dies without a
+// marker is seen by the server as the close of output.log (IN_CLOSE_WRITE).
 std::string pipe_program(const fs::job_dir& dir, const std::string& output_log,
                          const pipe_settings& s);
 // pipe-pane, then display-message printing #{pane_pipe}.

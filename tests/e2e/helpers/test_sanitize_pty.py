@@ -124,6 +124,19 @@ class Sanitizer(unittest.TestCase):
                 self.assertEqual((r.returncode, r.stdout), (0, b"a\n"))
                 self.assertTrue(os.path.exists(ready))
 
+    def test_drained_and_failed_markers(self):
+        drained, failed = os.path.join(self.tmp, "d"), os.path.join(self.tmp, "f")
+        r = sanitize(b"a\n", ["--drained-file", drained, "--failed-file", failed])
+        self.assertEqual((r.returncode, r.stdout), (0, b"a\n"))
+        self.assertEqual((os.path.exists(drained), os.path.exists(failed)), (True, False))
+        os.unlink(drained)
+        with open("/dev/full", "wb") as full:
+            r = subprocess.run([SANITIZE, "--drained-file", drained, "--failed-file", failed],
+                               input=b"line\n", stdout=full, stderr=subprocess.PIPE,
+                               timeout=HANG_GUARD)
+        self.assertEqual(r.returncode, 1)
+        self.assertEqual((os.path.exists(drained), os.path.exists(failed)), (False, True))
+
     def test_unknown_flag_is_usage_error(self):
         r = sanitize(b"", ["--bogus"])
         self.assertEqual(r.returncode, 2)

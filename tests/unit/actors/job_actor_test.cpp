@@ -60,7 +60,7 @@ started_job only_job(fixture& f) {
 // inotify's report of files appearing in the job dir.
 void files_appear(fixture& f, const started_job& j, std::set<std::string> names) {
   REQUIRE(f.seen.dir_owners.count(j.dir));
-  caf::anon_send(f.seen.dir_owners[j.dir], dir_changed{std::move(names)});
+  caf::anon_send(f.seen.dir_owners[j.dir], dir_changed{std::move(names), {}});
 }
 
 void session_ends(fixture& f, const started_job& j, bool server_died = false) {
@@ -312,7 +312,7 @@ TEST_CASE("a forced delete during a start: the start never opens its gate; all a
   if (run.reply) CHECK(store::is_terminal(run.reply->row.status));
   CHECK_FALSE(fs::exists(j.dir));
   // The sanitizer's late handshake finds a removed job: no gate, no error.
-  caf::anon_send(f.seen.dir_owners[j.dir], dir_changed{{".pipe-ready"}});
+  caf::anon_send(f.seen.dir_owners[j.dir], dir_changed{{".pipe-ready"}, {}});
   f.sched->run();
   CHECK_FALSE(fs::exists(j.dir + "/start-gate"));
 }

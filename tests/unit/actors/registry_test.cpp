@@ -163,7 +163,7 @@ TEST_CASE("a stdio run: created → starting → running, answered; exit artifac
   shellctl::io::fs::write_file(job_dir + "/runner-ended-at", "2026-08-04T10:00:05Z", 0600);
   REQUIRE(f.seen.dir_owners.count(job_dir));
   caf::anon_send(f.seen.dir_owners[job_dir],
-                 dir_changed{{"output.log", "runner-exit-code", "runner-ended-at"}});
+                 dir_changed{{"output.log", "runner-exit-code", "runner-ended-at"}, {}});
   REQUIRE(f.seen.session_owners.count("shellctl-" + id));
   caf::anon_send(f.seen.session_owners["shellctl-" + id], session_gone{false});
   f.sched->run();
