@@ -92,10 +92,16 @@ class PipeKilledTest(unittest.TestCase):
                 if "ready-file" in " ".join(argv)]
 
     def test_sanitizer_killed_while_job_runs(self):
-        """The sanitizer dies (the pipe's shell writes .pipe-failed): the job is `failed`
+        """The sanitizer dies (the pipe is that one process, so nobody else writes a marker;
+        the server sees output.log closed and writes .pipe-failed): the job is `failed`
         (pipe_failed), not left running with nobody capturing its output."""
         s = self.server
         r = s.run("echo start; sleep 300", timeout=2)
+        # The pipe is one process: the sanitizer the pipe's `sh -c` exec'd.
+        pipe = [argv[0] for pid, argv in harness.processes_mentioning(s.job_dir(r["job_id"]))
+                if "ready-file" in " ".join(argv)]
+        self.assertEqual(len(pipe), 1, pipe)
+        self.assertTrue(pipe[0].endswith("shellctl-sanitize-pty"), pipe)
         for pid, argv in harness.processes_mentioning(s.job_dir(r["job_id"])):
             if argv[0].endswith("shellctl-sanitize-pty"):
                 os.kill(pid, signal.SIGKILL)
