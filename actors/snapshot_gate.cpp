@@ -33,15 +33,25 @@ caf::result<Reply> admit(self_ptr self, const snapshot_settings& cfg,
   auto seconds = [began] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
   };
+  // The gate opens with the op's answer, not with its down message: the answer is its last
+  // act, and the down message can arrive after the client has read the whole response and
+  // asked again (a second save then saw 409 under load). An op that does not answer within
+  // the bound keeps the gate closed until it is gone.
+  auto op = st.op;
+  auto release = [self, op] {
+    if (self->state.op == op) self->state.op = nullptr;
+  };
   self->request(st.op, bound, std::move(req))
       .then(
-          [self, rp, metrics, seconds](Reply& r) mutable {
+          [self, rp, metrics, seconds, release](Reply& r) mutable {
+            release();
             auto ended = outcome(r);
             ended.seconds = seconds();
             self->send(metrics, ended);
             rp.deliver(std::move(r));
           },
-          [self, rp, metrics, seconds](caf::error& e) mutable {
+          [self, rp, metrics, seconds, release](caf::error& e) mutable {
+            if (e != caf::sec::request_timeout) release();
             self->send(metrics, snapshot_ended{std::is_same_v<Reply, snapshot_saved>, false, 0, seconds()});
             rp.deliver(std::move(e));
           });

@@ -431,6 +431,18 @@ class GateTests(unittest.TestCase):
             held.close()  # the peer goes: the gate is free as soon as the op notices
             wait_until(lambda: save(server)[0] == 200, timeout=30, what="the gate to be free")
 
+    def test_the_gate_is_free_once_an_answer_is_read(self):
+        # A client that has read a whole answer and asks again must not be told 409: the
+        # gate opens with the op's answer (it once waited for the op's exit, which a loaded
+        # machine delivered after the client's next request).
+        with Server(token=TOKEN) as server:
+            write(server.home, "a.txt", b"a")
+            for i in range(40):
+                status, _, data, trailers, _ = save(server)
+                self.assertEqual((status, trailers.get("x-snapshot-status")), (200, "ok"), i)
+                status, body = restore(server, data)
+                self.assertEqual(status, 200, (i, body))
+
     def test_stalled_reader_releases_the_gate_at_the_deadline(self):
         with Server(token=TOKEN, env={"SHELLCTL_SNAPSHOT_TIMEOUT": "1s"}) as server:
             write(server.home, "big.bin", os.urandom(32 << 20))
