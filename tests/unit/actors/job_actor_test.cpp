@@ -144,6 +144,47 @@ TEST_CASE("PTY start: the gate opens only after the pipe is ready; done only onc
   CHECK(waited.reply->window.text == "hi\r\n");
 }
 
+TEST_CASE("PTY: a sanitizer that closes output.log without a marker fails the job truthfully") {
+  recovered_fixture f;
+  asked<job_result> run;
+  auto j = start_pty(f, run);
+  asked<job_status_view> seen;
+
+  SUBCASE("closed with .pipe-drained already there: the normal end, nothing is written") {
+    write(j, ".pipe-drained");
+    files_appear(f, j, {".pipe-drained"});
+    f.sched->run();
+    caf::anon_send(f.seen.dir_owners[j.dir], dir_changed{{"output.log"}, {"output.log"}});
+    f.sched->run();
+    CHECK_FALSE(fs::exists(j.dir + "/.pipe-failed"));
+    ask(f, status_request{j.id}, seen);
+    f.sched->run();
+    REQUIRE(seen.reply);
+    CHECK(seen.reply->row.status == store::job_status::running);  // the session still runs
+  }
+  SUBCASE("written to but not closed: the sanitizer is still at work") {
+    files_appear(f, j, {"output.log"});
+    f.sched->run();
+    CHECK_FALSE(fs::exists(j.dir + "/.pipe-failed"));
+    ask(f, status_request{j.id}, seen);
+    f.sched->run();
+    REQUIRE(seen.reply);
+    CHECK(seen.reply->row.status == store::job_status::running);
+  }
+  SUBCASE("closed with no marker (the sanitizer was killed): .pipe-failed, failed/pipe_failed") {
+    caf::anon_send(f.seen.dir_owners[j.dir], dir_changed{{"output.log"}, {"output.log"}});
+    f.sched->run();
+    CHECK(fs::exists(j.dir + "/.pipe-failed"));
+    ask(f, status_request{j.id}, seen);
+    f.sched->run();
+    REQUIRE(seen.reply);
+    CHECK(seen.reply->row.status == store::job_status::failed);
+    CHECK(seen.reply->row.reason == std::optional<std::string>("pipe_failed"));
+    // No exit was seen: the row's exit_code is the schema's 0 for terminal rows, which the
+    // API shows as null for every status but exited.
+  }
+}
+
 TEST_CASE("PTY start whose pipe never gets ready fails at its timeout, and its session goes") {
   recovered_fixture f;
   asked<job_result> run;
