@@ -148,38 +148,39 @@ TEST_CASE("PTY: a sanitizer that closes output.log without a marker fails the jo
   recovered_fixture f;
   asked<job_result> run;
   auto j = start_pty(f, run);
-  asked<job_status_view> seen;
+  // inotify's IN_CLOSE_WRITE of output.log: its one writer, the sanitizer, let go of it.
+  auto output_closed = [&] {
+    caf::anon_send(f.seen.dir_owners[j.dir], dir_changed{{"output.log"}, {"output.log"}});
+    f.sched->run();
+  };
+  auto row_now = [&] {
+    asked<job_status_view> seen;
+    ask(f, status_request{j.id}, seen);
+    f.sched->run();
+    REQUIRE(seen.reply);
+    return seen.reply->row;
+  };
 
   SUBCASE("closed with .pipe-drained already there: the normal end, nothing is written") {
     write(j, ".pipe-drained");
     files_appear(f, j, {".pipe-drained"});
     f.sched->run();
-    caf::anon_send(f.seen.dir_owners[j.dir], dir_changed{{"output.log"}, {"output.log"}});
-    f.sched->run();
+    output_closed();
     CHECK_FALSE(fs::exists(j.dir + "/.pipe-failed"));
-    ask(f, status_request{j.id}, seen);
-    f.sched->run();
-    REQUIRE(seen.reply);
-    CHECK(seen.reply->row.status == store::job_status::running);  // the session still runs
+    CHECK(row_now().status == store::job_status::running);  // the session still runs
   }
   SUBCASE("written to but not closed: the sanitizer is still at work") {
     files_appear(f, j, {"output.log"});
     f.sched->run();
     CHECK_FALSE(fs::exists(j.dir + "/.pipe-failed"));
-    ask(f, status_request{j.id}, seen);
-    f.sched->run();
-    REQUIRE(seen.reply);
-    CHECK(seen.reply->row.status == store::job_status::running);
+    CHECK(row_now().status == store::job_status::running);
   }
   SUBCASE("closed with no marker (the sanitizer was killed): .pipe-failed, failed/pipe_failed") {
-    caf::anon_send(f.seen.dir_owners[j.dir], dir_changed{{"output.log"}, {"output.log"}});
-    f.sched->run();
+    output_closed();
     CHECK(fs::exists(j.dir + "/.pipe-failed"));
-    ask(f, status_request{j.id}, seen);
-    f.sched->run();
-    REQUIRE(seen.reply);
-    CHECK(seen.reply->row.status == store::job_status::failed);
-    CHECK(seen.reply->row.reason == std::optional<std::string>("pipe_failed"));
+    const auto row = row_now();
+    CHECK(row.status == store::job_status::failed);
+    CHECK(row.reason == std::optional<std::string>("pipe_failed"));
     // No exit was seen: the row's exit_code is the schema's 0 for terminal rows, which the
     // API shows as null for every status but exited.
   }
