@@ -82,7 +82,7 @@ class Server:
             self.wait_healthy()
         return self
 
-    def wait_healthy(self, timeout=20):
+    def wait_healthy(self, timeout=20, interval=0.02):
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -94,7 +94,7 @@ class Server:
                     return
             except OSError:
                 pass
-            time.sleep(0.02)
+            time.sleep(interval)
         raise RuntimeError("shellctl did not become healthy: " + self.read_stderr())
 
     def read_stderr(self):
