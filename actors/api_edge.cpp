@@ -58,6 +58,8 @@ io::http::response encode(const job_deleted& d) { return json_response(200, job_
 template <class Request> struct reply_of { using type = job_result; };
 template <> struct reply_of<status_request> { using type = job_status_view; };
 template <> struct reply_of<terminate_request> { using type = job_status_view; };
+template <> struct reply_of<signal_request> { using type = job_status_view; };
+template <> struct reply_of<resize_request> { using type = job_status_view; };
 template <> struct reply_of<delete_request> { using type = job_deleted; };
 template <> struct reply_of<list_request> { using type = job_list; };
 

@@ -5,7 +5,8 @@
 
 namespace shellctl::actors {
 
-front_verdict check_at_front(const io::http::request& req, const std::string& token) {
+front_verdict check_at_front(const io::http::request& req, const std::string& token,
+                             const std::string& info) {
   auto m = match_route(req.method, req.path);
   if (m.result == route_match::kind::not_found)
     return error_response(404, "not_found", "404 page not found");
@@ -18,6 +19,7 @@ front_verdict check_at_front(const io::http::request& req, const std::string& to
   if (!bearer_matches(req.find_header("authorization"), token))
     return error_response(401, "unauthorized", "Missing or invalid bearer token");
   if (m.id == route::openapi) return json_response(200, openapi_document());
+  if (m.id == route::info) return json_response(200, info);
   return m;
 }
 

@@ -12,10 +12,12 @@
 
 namespace shellctl::actors {
 
-// Either the answer (404, 405, 401, /healthz) or the matched route of an authorized
-// request, which then goes to the api_edge actor.
+// Either the answer (404, 405, 401, /healthz, and the fixed documents: /openapi.json and
+// /v1/info, whose body `info` is made once at startup) or the matched route of an
+// authorized request, which then goes to the api_edge actor.
 using front_verdict = std::variant<io::http::response, route_match>;
-front_verdict check_at_front(const io::http::request& req, const std::string& token);
+front_verdict check_at_front(const io::http::request& req, const std::string& token,
+                             const std::string& info = "{}");
 
 // Exposed for unit tests. An empty token disables auth.
 bool bearer_matches(const std::string* authorization, const std::string& token);

@@ -75,6 +75,21 @@ const char* components = R"({
         "timeout": {"type": ["number", "null"]},
         "output_limit": {"type": ["integer", "null"]},
         "idle_flush_seconds": {"type": ["number", "null"]}}},
+    "SignalRequest": {"type": "object", "required": ["signal"],
+      "properties": {"signal": {"oneOf": [
+        {"type": "string", "description": "INT TERM KILL HUP QUIT USR1 USR2 STOP CONT WINCH, with or without SIG, any case, or the number as a string"},
+        {"type": "integer", "enum": [2, 15, 9, 1, 3, 10, 12, 19, 18, 28]}]}}},
+    "ResizeRequest": {"type": "object", "required": ["cols", "rows"],
+      "properties": {"cols": {"type": "integer", "minimum": 1, "maximum": 4096},
+                     "rows": {"type": "integer", "minimum": 1, "maximum": 4096}}},
+    "Info": {"type": "object", "additionalProperties": false, "required": ["version", "api", "isolation", "limits"],
+      "properties": {
+        "version": {"type": "string"},
+        "api": {"type": "array", "items": {"type": "string"}},
+        "isolation": {"type": "object", "required": ["landlock_abi", "cgroup"],
+          "properties": {"landlock_abi": {"type": ["integer", "null"]}, "cgroup": {"type": "string", "enum": ["v2", "none"]}}},
+        "limits": {"type": "object", "required": ["timeout_max", "output_limit_max"],
+          "properties": {"timeout_max": {"type": "number"}, "output_limit_max": {"type": "integer"}}}}},
     "TerminateRequest": {"type": "object",
       "properties": {"grace_seconds": {"type": ["number", "null"]}}},
     "SnapshotSaveRequest": {"type": "object",
@@ -155,6 +170,11 @@ operation describe(route r) {
     case route::wait: return {"Long-poll for output or completion", "WaitRequest", "JobResult", {}};
     case route::input: return {"Type text into a PTY job, then wait", "InputRequest", "JobResult", {}};
     case route::terminate: return {"Ctrl-C, a grace period, then SIGKILL", "TerminateRequest", "JobStatusView", {}};
+    case route::signal:
+      return {"Send a signal to every process of a running job", "SignalRequest", "JobStatusView", {}};
+    case route::resize:
+      return {"Resize a running PTY job's terminal (its program gets SIGWINCH)", "ResizeRequest", "JobStatusView", {}};
+    case route::info: return {"What this server can do: its API, isolation and limits", "", "Info", {}};
     case route::tail:
       return {"The last bytes of a job's output", "", "JobResult",
               {{"output_limit", R"({"type":"integer","default":16384,"maximum":524288})"}}};

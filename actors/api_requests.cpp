@@ -1,6 +1,9 @@
 #include "actors/api_requests.hpp"
 
+#include <signal.h>
+
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -131,6 +134,47 @@ input_request decode_input(const std::string& body) {
   return in;
 }
 
+// extensions.md §E4: {"signal": "INT"}: a name with or without SIG (any case), or its
+// number as an integer or a string of digits; only the signals of job_signals.
+signal_request decode_signal(const std::string& body) {
+  auto o = parse_body(body);
+  std::optional<std::string> given;
+  try {
+    given = o.get_string("signal");
+  } catch (const io::json::type_error&) {
+    try {
+      if (auto n = o.get_int("signal")) given = std::to_string(*n);
+    } catch (const io::json::type_error&) {
+      throw bad_request{job_errc::validation_error, "signal must be a signal name or number"};
+    }
+  }
+  if (!given) throw bad_request{job_errc::validation_error, "signal is required"};
+  auto signo = parse_job_signal(*given);
+  if (!signo) throw bad_request{job_errc::validation_error, "unknown signal " + go_quote(*given)};
+  signal_request r;
+  r.signo = *signo;
+  return r;
+}
+
+// extensions.md §E3: {"cols": C, "rows": R}, whole numbers from 1 to 4096 each.
+resize_request decode_resize(const std::string& body) {
+  auto o = parse_body(body);
+  resize_request r;
+  auto dimension = [&](const char* key) {
+    std::optional<std::int64_t> v;
+    try {
+      v = o.get_int(key);
+    } catch (const io::json::type_error&) {
+    }
+    if (!v || *v < 1 || *v > 4096)
+      throw bad_request{job_errc::validation_error, std::string(key) + " must be an integer from 1 to 4096"};
+    return static_cast<int>(*v);
+  };
+  r.cols = dimension("cols");
+  r.rows = dimension("rows");
+  return r;
+}
+
 // Terminate ignores body errors entirely: empty, malformed or mistyped means default.
 double decode_grace(const std::string& body) {
   auto o = io::json::object::parse(body);
@@ -165,6 +209,7 @@ decoded_request decode(const io::http::request& req, const route_match& m) {
   switch (m.id) {
     case route::healthz:  // answered by the front; never decoded
     case route::openapi:
+    case route::info:
     case route::metrics:  // answered by the edge from metrics_registry
     case route::stream:   // decoded by decode_stream_offset, opened by the edge
     case route::snapshot_save:  // decoded by decode_snapshot_excludes, run by the gate
@@ -192,6 +237,16 @@ decoded_request decode(const io::http::request& req, const route_match& m) {
       return status_request{m.job_id};
     case route::terminate:
       return terminate_request{m.job_id, decode_grace(req.body)};
+    case route::signal: {
+      auto r = decode_signal(req.body);
+      r.job_id = m.job_id;
+      return r;
+    }
+    case route::resize: {
+      auto r = decode_resize(req.body);
+      r.job_id = m.job_id;
+      return r;
+    }
     case route::remove: {
       bool force = query_param(req.query, "force") == std::optional<std::string>("true");
       double grace = parse_float(query_param(req.query, "grace_seconds")).value_or(10);
@@ -213,6 +268,25 @@ decoded_request decode(const io::http::request& req, const route_match& m) {
 }
 
 }  // namespace
+
+const std::vector<std::pair<std::string_view, int>>& job_signals() {
+  static const std::vector<std::pair<std::string_view, int>> table = {
+      {"INT", SIGINT},   {"TERM", SIGTERM}, {"KILL", SIGKILL}, {"HUP", SIGHUP},
+      {"QUIT", SIGQUIT}, {"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"STOP", SIGSTOP},
+      {"CONT", SIGCONT}, {"WINCH", SIGWINCH}};
+  return table;
+}
+
+std::optional<int> parse_job_signal(std::string_view given) {
+  std::string name;
+  for (char c : given) name += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  const bool digits = !name.empty() && name.size() <= 3 &&
+                      name.find_first_not_of("0123456789") == std::string::npos;
+  if (!digits && name.rfind("SIG", 0) == 0) name.erase(0, 3);
+  for (const auto& [n, signo] : job_signals())
+    if (digits ? std::to_string(signo) == name : n == name) return signo;
+  return std::nullopt;
+}
 
 decoded_request decode_request(const io::http::request& req, const route_match& route) {
   try {

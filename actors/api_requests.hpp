@@ -4,7 +4,10 @@
 // HTTP fuzzer drives it with arbitrary bytes.
 #include <string>
 #include <string_view>
+#include <optional>
+#include <utility>
 #include <variant>
+#include <vector>
 
 #include "actors/domain.hpp"
 #include "actors/messages.hpp"
@@ -17,7 +20,13 @@ namespace shellctl::actors {
 
 using decoded_request =
     std::variant<job_error_view, run_request, wait_request, tail_request, status_request,
-                 input_request, terminate_request, delete_request, list_request>;
+                 input_request, terminate_request, signal_request, resize_request,
+                 delete_request, list_request>;
+
+// The signals POST /v1/jobs/{id}/signal may send (extensions.md §E4), by name without SIG.
+const std::vector<std::pair<std::string_view, int>>& job_signals();
+// "INT", "SIGINT", "sigint", "2": the signal's number, if it is one of job_signals().
+std::optional<int> parse_job_signal(std::string_view given);
 
 // `route` is the front's match for `req` (a job route, never healthz or a snapshot).
 decoded_request decode_request(const io::http::request& req, const route_match& route);

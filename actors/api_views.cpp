@@ -134,6 +134,22 @@ std::string job_deleted_json(const job_deleted& d) {
   return w.finish();
 }
 
+std::string server_info_json(const server_info& i) {
+  writer w;
+  w.begin_object().key("version").value(i.version).key("api").begin_array();
+  // Only what this build serves: "activity" (§E6) joins the list when it exists.
+  for (const char* a : {"jobs", "snapshot", "files", "stream", "resize", "signal"}) w.value(a);
+  w.end_array().key("isolation").begin_object().key("landlock_abi");
+  if (i.landlock_abi)
+    w.value(*i.landlock_abi);
+  else
+    w.null();
+  w.key("cgroup").value(i.cgroups ? "v2" : "none").end_object();
+  w.key("limits").begin_object().key("timeout_max").value(600).key("output_limit_max").value(524288);
+  w.end_object().end_object();
+  return w.finish();
+}
+
 std::string snapshot_restored_json(const snapshot_restored& r) {
   writer w;
   w.begin_object().key("entries").value(r.entries).key("bytes_written").value(r.bytes_written);

@@ -29,6 +29,14 @@ std::string sse_exit_event(std::string_view job_id, std::string_view status,
                            const std::optional<std::int64_t>& exit_code, std::uint64_t offset);
 inline constexpr std::string_view sse_keepalive = ": keepalive\n\n";
 
+// GET /v1/info (extensions.md §E7): what this server can do, fixed for its lifetime.
+struct server_info {
+  std::string version;
+  std::optional<int> landlock_abi;  // the ABI jobs are confined with; none: no path isolation
+  bool cgroups = false;             // per-job cgroup v2 containment (§E5)
+};
+std::string server_info_json(const server_info& i);
+
 io::http::response json_response(int status, std::string body);
 io::http::response error_response(int status, std::string_view code, std::string_view message);
 io::http::response error_response(const job_error_view& e);

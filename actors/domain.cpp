@@ -19,6 +19,7 @@ constexpr errc_entry errc_table[] = {
     {job_errc::job_running, 409, "job_running"},
     {job_errc::job_not_running, 409, "job_not_running"},
     {job_errc::input_unsupported, 409, "input_unsupported"},
+    {job_errc::resize_unsupported, 409, "resize_unsupported"},
     {job_errc::tmux_target_missing, 409, "tmux_target_missing"},
     {job_errc::tmux_input_failed, 500, "tmux_input_failed"},
     {job_errc::job_id_collision, 500, "job_id_collision"},

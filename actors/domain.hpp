@@ -32,6 +32,7 @@ enum class job_errc : std::uint8_t {
   job_running,           // 409: delete without force of a live job
   job_not_running,       // 409: input to a terminal job
   input_unsupported,     // 409: input to a stdio job
+  resize_unsupported,    // 409: resize of a stdio job (extensions.md §E3)
   tmux_target_missing,   // 409: the pane is gone, the job not yet terminal
   tmux_input_failed,     // 500
   job_id_collision,      // 500

@@ -72,6 +72,8 @@ using job_actor_type = caf::typed_actor<
     replies_to<status_request>::with<job_status_view>,
     replies_to<input_request>::with<job_result>,      // pastes, then waits as asked
     replies_to<terminate_request>::with<job_status_view>,  // once ended and output final
+    replies_to<signal_request>::with<job_status_view>,     // once sent (extensions.md §E4)
+    replies_to<resize_request>::with<job_status_view>,     // once tmux resized (§E3)
     replies_to<delete_request>::with<job_deleted>,
     replies_to<stream_request>::with<stream_opened>,  // a job_stream now writes the answer
     replies_to<info_request>::with<job_info>,         // the row for GET /v1/jobs
@@ -95,6 +97,8 @@ using job_registry_actor = caf::typed_actor<
     replies_to<status_request>::with<job_status_view>,
     replies_to<input_request>::with<job_result>,
     replies_to<terminate_request>::with<job_status_view>,
+    replies_to<signal_request>::with<job_status_view>,
+    replies_to<resize_request>::with<job_status_view>,
     replies_to<delete_request>::with<job_deleted>,
     replies_to<stream_request>::with<stream_opened>,
     replies_to<list_request>::with<job_list>,

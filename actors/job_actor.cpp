@@ -16,6 +16,7 @@
 #include "io/fs/job_dir.hpp"
 #include "io/fs/home_views.hpp"
 #include "io/json/json.hpp"
+#include "io/proc/job_processes.hpp"
 #include "io/text/clock.hpp"
 #include "io/text/output_window.hpp"
 #include "io/text/shell_quote.hpp"
@@ -1064,6 +1065,51 @@ void deliver_input(self_ptr self, const input_request& in, const answer<job_resu
        });
 }
 
+// ---------------------------------------------------------------- signals and resize (extensions.md §E3, §E4)
+
+// Only a running job has processes of its script to reach: before the gate opens the
+// script has not started; a terminal job (or one being terminated) has none left.
+bool refused_unless_running(self_ptr self, const answer<job_status_view>& reply) {
+  auto& st = self->state;
+  if (st.row.status == job_status::running && !st.terminating && st.pane_pid > 0) return false;
+  reply.fail(job_errc::job_not_running,
+             "Job " + st.row.job_id + " is not running (" + std::string(io::store::status_text(st.row.status)) + ")");
+  return true;
+}
+
+void serve_request(self_ptr self, const signal_request& req, const answer<job_status_view>& reply) {
+  if (refused_unless_running(self, reply)) return;
+  auto& st = self->state;
+  // Every process of the job at once (io/proc/job_processes.hpp); a job that ends
+  // meanwhile is answered as it is: its exit is recorded as for any other end.
+  io::proc::signal_job_processes(static_cast<pid_t>(st.pane_pid), st.dir, req.signo);
+  reply_status(self, reply);
+}
+
+void serve_request(self_ptr self, const resize_request& req, const answer<job_status_view>& reply) {
+  if (done(self)) {
+    refused_unless_running(self, reply);
+    return;
+  }
+  if (!is_pty(self)) {
+    reply.fail(job_errc::resize_unsupported, "stdio jobs have no terminal to resize");
+    return;
+  }
+  if (refused_unless_running(self, reply)) return;
+  const auto guard = guard_answer(self, reply, std::chrono::seconds(10));
+  tmux(self, {io::tmux::resize_line(pane(self), req.cols, req.rows)}, [self, reply, guard](tmux_reply& r) {
+    unguard(self, guard);
+    if (!r.ok) {
+      if (done(self) || io::tmux::is_target_missing(r.error))
+        refused_unless_running(self, reply);
+      else
+        reply.fail(job_errc::internal_error, "tmux resize-window: " + r.error);
+      return;
+    }
+    reply_status(self, reply);
+  });
+}
+
 // ---------------------------------------------------------------- requests
 
 void serve_request(self_ptr self, const wait_request& req, const answer<job_result>& reply) {
@@ -1201,6 +1247,8 @@ job_actor_type::behavior_type job_actor(job_actor_type::stateful_pointer<job_sta
       request_handler<tail_request, job_result>(self),
       request_handler<status_request, job_status_view>(self),
       request_handler<input_request, job_result>(self),
+      request_handler<signal_request, job_status_view>(self),
+      request_handler<resize_request, job_status_view>(self),
       request_handler<terminate_request, job_status_view>(self),
       request_handler<delete_request, job_deleted>(self),
       request_handler<stream_request, stream_opened>(self),

@@ -166,6 +166,17 @@ struct terminate_request {
   std::string job_id;
   double grace_s;
 };
+// POST /v1/jobs/{id}/signal → job_status_view (extensions.md §E4)
+struct signal_request {
+  std::string job_id;
+  int signo = 0;  // one of job_signals (actors/api_requests.hpp)
+};
+// POST /v1/jobs/{id}/resize → job_status_view (extensions.md §E3)
+struct resize_request {
+  std::string job_id;
+  int cols = 0;  // 1..4096 each
+  int rows = 0;
+};
 // DELETE /v1/jobs/{id} → job_deleted
 struct delete_request {
   std::string job_id;
@@ -436,6 +447,8 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::wait_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::tail_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::status_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::input_request)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::signal_request)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::resize_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::terminate_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::delete_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::list_request)

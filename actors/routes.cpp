@@ -44,6 +44,9 @@ const std::vector<route_entry>& route_table() {
       {route::terminate, "POST", "/v1/jobs/{job_id}/terminate"},
       {route::tail, "GET", "/v1/jobs/{job_id}/log/tail"},
       {route::stream, "GET", "/v1/jobs/{job_id}/stream"},
+      {route::resize, "POST", "/v1/jobs/{job_id}/resize"},
+      {route::signal, "POST", "/v1/jobs/{job_id}/signal"},
+      {route::info, "GET", "/v1/info"},
       {route::snapshot_save, "POST", "/v1/snapshot/save"},
       {route::snapshot_restore, "POST", "/v1/snapshot/restore"},
       {route::file_read, "GET", "/v1/files/content"},
@@ -79,6 +82,8 @@ route_match match_route(std::string_view method, std::string_view path) {
     add("GET", route::openapi);
   } else if (segs.size() == 1 && segs[0] == "metrics") {
     add("GET", route::metrics);
+  } else if (segs.size() == 2 && is(0, "v1") && is(1, "info")) {
+    add("GET", route::info);
   } else if (segs.size() == 3 && is(0, "v1") && is(1, "snapshot") && is(2, "save")) {
     add("POST", route::snapshot_save);
   } else if (segs.size() == 3 && is(0, "v1") && is(1, "snapshot") && is(2, "restore")) {
@@ -116,6 +121,10 @@ route_match match_route(std::string_view method, std::string_view path) {
         add("POST", route::terminate);
       } else if (segs.size() == 4 && segs[3] == "stream") {
         add("GET", route::stream);
+      } else if (segs.size() == 4 && segs[3] == "resize") {
+        add("POST", route::resize);
+      } else if (segs.size() == 4 && segs[3] == "signal") {
+        add("POST", route::signal);
       } else if (segs.size() == 5 && segs[3] == "log" && segs[4] == "tail") {
         add("GET", route::tail);
       }

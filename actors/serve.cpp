@@ -12,6 +12,7 @@
 
 #include "actors/api_edge.hpp"
 #include "actors/api_front.hpp"
+#include "actors/api_views.hpp"
 #include "actors/cleanup_worker.hpp"
 #include "actors/event_log.hpp"
 #include "actors/fs_watcher.hpp"
@@ -259,8 +260,11 @@ int serve(const io::config::serve_config& cfg, const io::sandbox::namespace_prob
   // when a body follows (G5: a peer without the token, or asking for no route, is answered
   // before its body is read), else on the complete request.
   const std::string token = cfg.token;
-  http_cfg.head_check = [token](io::http::request& head) -> std::optional<io::http::response> {
-    auto verdict = check_at_front(head, token);
+  const int abi = io::sandbox::landlock_abi();
+  const std::string info = server_info_json(
+      {SHELLCTL_VERSION, cfg.isolation && abi > 0 ? std::optional<int>(abi) : std::nullopt, false});
+  http_cfg.head_check = [token, info](io::http::request& head) -> std::optional<io::http::response> {
+    auto verdict = check_at_front(head, token, info);
     if (auto* answer = std::get_if<io::http::response>(&verdict)) {
       // Refusals end the connection before the body; /healthz is answered after it.
       if (answer->status >= 400) return std::move(*answer);
@@ -275,13 +279,13 @@ int serve(const io::config::serve_config& cfg, const io::sandbox::namespace_prob
   };
   // The handler runs on the loop thread only: `next_edge` needs no synchronization.
   std::size_t next_edge = 0;
-  io::http::server front(http_cfg, [&edges, &next_edge, token](io::http::request&& req,
-                                                               io::http::responder resp) {
+  io::http::server front(http_cfg, [&edges, &next_edge, token, info](io::http::request&& req,
+                                                                     io::http::responder resp) {
     route_match route;
     if (auto* decided = std::any_cast<route_match>(&req.accepted)) {
       route = std::move(*decided);
     } else {
-      auto verdict = check_at_front(req, token);
+      auto verdict = check_at_front(req, token, info);
       if (auto* answer = std::get_if<io::http::response>(&verdict)) {
         resp.send(std::move(*answer));
         return;

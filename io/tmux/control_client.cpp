@@ -1,5 +1,7 @@
 #include "io/tmux/control_client.hpp"
 
+#include "io/proc/job_processes.hpp"
+
 #include "io/tmux/control_parser.hpp"
 
 #include "io/fs/files.hpp"
@@ -122,22 +124,7 @@ bool is_target_missing(const std::string& error_text) {
 }  // namespace shellctl::io::tmux
 
 namespace shellctl::io::tmux {
-namespace {
-// nullopt when the process does not exist.
-std::optional<std::string> cmdline_of(long pid) {
-  std::string path = "/proc/" + std::to_string(pid) + "/cmdline";
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return std::nullopt;
-  std::string cmdline;
-  char buf[4096];
-  ssize_t n;
-  while ((n = ::read(fd, buf, sizeof buf)) > 0) cmdline.append(buf, static_cast<size_t>(n));
-  ::close(fd);
-  for (auto& c : cmdline)
-    if (c == '\0') c = ' ';
-  return cmdline;
-}
-}  // namespace
+using proc::cmdline_of;
 
 void kill_pane_process_group(long pane_pid, const std::string& owner) {
   if (pane_pid <= 1) return;

@@ -50,6 +50,10 @@ std::string interrupt_line(const std::string& pane) {
   return command("send-keys").flag("-t").arg(pane).flag("C-c").line();
 }
 
+std::string resize_line(const std::string& pane, int cols, int rows) {
+  return command("resize-window").flag("-t").arg(pane).flag("-x").number(cols).flag("-y").number(rows).line();
+}
+
 std::vector<std::string> paste_lines(const std::string& buffer, const std::string& file,
                                      const std::string& pane) {
   return {command("load-buffer").flag("-b").arg(buffer).format_arg(file).line(),

@@ -46,6 +46,9 @@ bool pipe_active(const std::vector<std::string>& display_output);
 
 std::string kill_session_line(const std::string& session);
 std::string interrupt_line(const std::string& pane);  // send-keys C-c
+// resize-window to cols x rows (extensions.md §E3): the window's size becomes manual, so
+// no client's size changes it back; the pane's program gets SIGWINCH.
+std::string resize_line(const std::string& pane, int cols, int rows);
 // load-buffer from `file`, paste-buffer into the pane, delete-buffer.
 std::vector<std::string> paste_lines(const std::string& buffer, const std::string& file,
                                      const std::string& pane);

@@ -1,5 +1,6 @@
 // The route table (D11), the front's check (D2 bearer), Go's %q quoting used in messages.
 #include <doctest/doctest.h>
+#include <signal.h>
 
 #include "actors/api_front.hpp"
 #include "actors/api_requests.hpp"
@@ -29,6 +30,11 @@ TEST_CASE("routes of http-api.md §3") {
       {"GET", "/v1/jobs", kind::found, route::list, ""},
       {"POST", "/v1/jobs/abc/input", kind::found, route::input, "abc"},
       {"POST", "/v1/jobs/abc/terminate", kind::found, route::terminate, "abc"},
+      {"POST", "/v1/jobs/abc/signal", kind::found, route::signal, "abc"},
+      {"POST", "/v1/jobs/abc/resize", kind::found, route::resize, "abc"},
+      {"GET", "/v1/info", kind::found, route::info, ""},
+      {"POST", "/v1/info", kind::method_not_allowed, route::healthz, ""},
+      {"GET", "/v1/jobs/abc/signal", kind::method_not_allowed, route::healthz, ""},
   };
   for (auto& r : rows) {
     CAPTURE(r.method);
@@ -41,7 +47,7 @@ TEST_CASE("routes of http-api.md §3") {
 }
 
 TEST_CASE("the route table (OpenAPI's source) and the matcher agree, entry by entry") {
-  CHECK(route_table().size() == 21);
+  CHECK(route_table().size() == 24);
   for (const auto& e : route_table()) {
     std::string path = e.pattern;
     const auto at = path.find("{job_id}");
@@ -53,7 +59,7 @@ TEST_CASE("the route table (OpenAPI's source) and the matcher agree, entry by en
     CHECK(m.job_id == (at != std::string::npos ? "0123456789abcdef" : ""));
   }
   // Every route of the enum is in the table exactly once.
-  for (int r = 0; r <= static_cast<int>(route::stream); ++r) {  // stream is the last
+  for (int r = 0; r <= static_cast<int>(route::file_move); ++r) {  // file_move is the last
     int n = 0;
     for (const auto& e : route_table()) n += static_cast<int>(e.id) == r;
     CHECK(n == 1);
@@ -175,4 +181,100 @@ TEST_CASE("server-sent events: one data line, the id is the offset after the eve
         "event: exit\nid: 12\ndata: {\"job_id\":\"0123456789abcdef\",\"status\":\"exited\",\"done\":true,"
         "\"exit_code\":3,\"offset\":12}\n\n");
   CHECK(sse_exit_event("0123456789abcdef", "lost", std::nullopt, 0).find("\"exit_code\":null") != std::string::npos);
+}
+
+// ---------------------------------------------------------------- extensions.md §E3, §E4, §E7
+
+namespace {
+shellctl::io::http::request post(const char* path, std::string body) {
+  shellctl::io::http::request r;
+  r.method = "POST";
+  r.path = path;
+  r.body = std::move(body);
+  return r;
+}
+decoded_request decode_post(const char* path, std::string body) {
+  auto req = post(path, std::move(body));
+  return decode_request(req, match_route(req.method, req.path));
+}
+job_error_view refusal(const decoded_request& d) {
+  REQUIRE(std::holds_alternative<job_error_view>(d));
+  return std::get<job_error_view>(d);
+}
+}  // namespace
+
+TEST_CASE("signal names: with or without SIG, any case, or the number; only the ten of E4") {
+  CHECK(parse_job_signal("INT") == SIGINT);
+  CHECK(parse_job_signal("SIGINT") == SIGINT);
+  CHECK(parse_job_signal("sigterm") == SIGTERM);
+  CHECK(parse_job_signal("Winch") == SIGWINCH);
+  CHECK(parse_job_signal("9") == SIGKILL);
+  CHECK(parse_job_signal("19") == SIGSTOP);
+  CHECK(job_signals().size() == 10);
+  for (const auto& [name, signo] : job_signals()) {
+    CHECK(parse_job_signal(name) == signo);
+    CHECK(parse_job_signal("SIG" + std::string(name)) == signo);
+    CHECK(parse_job_signal(std::to_string(signo)) == signo);
+  }
+  for (auto bad : {"", "SIG", "SEGV", "SIGSEGV", "11", "0", "-9", "09", "INT ", " INT", "SIGSIGINT",
+                   "KILL\n", "99999999999999999999"})
+    CHECK_FALSE(parse_job_signal(bad).has_value());
+}
+
+TEST_CASE("POST /signal: the signal decoded; unknown or missing 422, broken JSON 400") {
+  auto d = decode_post("/v1/jobs/abc/signal", R"({"signal":"USR1"})");
+  REQUIRE(std::holds_alternative<signal_request>(d));
+  CHECK(std::get<signal_request>(d).job_id == "abc");
+  CHECK(std::get<signal_request>(d).signo == SIGUSR1);
+  d = decode_post("/v1/jobs/abc/signal", R"({"signal":15,"other":true})");
+  REQUIRE(std::holds_alternative<signal_request>(d));
+  CHECK(std::get<signal_request>(d).signo == SIGTERM);
+  for (auto body : {R"({"signal":"SEGV"})", R"({"signal":11})", R"({})", R"({"signal":null})",
+                    R"({"signal":2.5})", R"({"signal":true})", R"({"signal":["INT"]})"}) {
+    CAPTURE(body);
+    CHECK(refusal(decode_post("/v1/jobs/abc/signal", body)).code == job_errc::validation_error);
+  }
+  for (auto body : {"", "not json", "[1]", R"({"signal":)"}) {
+    CAPTURE(body);
+    CHECK(refusal(decode_post("/v1/jobs/abc/signal", body)).code == job_errc::invalid_request);
+  }
+}
+
+TEST_CASE("POST /resize: cols and rows, whole numbers 1..4096 each") {
+  auto d = decode_post("/v1/jobs/abc/resize", R"({"cols":120,"rows":40})");
+  REQUIRE(std::holds_alternative<resize_request>(d));
+  CHECK(std::get<resize_request>(d).job_id == "abc");
+  CHECK(std::get<resize_request>(d).cols == 120);
+  CHECK(std::get<resize_request>(d).rows == 40);
+  d = decode_post("/v1/jobs/abc/resize", R"({"cols":4096,"rows":1})");
+  REQUIRE(std::holds_alternative<resize_request>(d));
+  for (auto body : {R"({"cols":0,"rows":40})", R"({"cols":4097,"rows":40})", R"({"cols":80})",
+                    R"({"rows":24})", R"({"cols":80.5,"rows":24})", R"({"cols":"80","rows":24})",
+                    R"({"cols":-1,"rows":24})", R"({"cols":80,"rows":1e9})"}) {
+    CAPTURE(body);
+    CHECK(refusal(decode_post("/v1/jobs/abc/resize", body)).code == job_errc::validation_error);
+  }
+  CHECK(refusal(decode_post("/v1/jobs/abc/resize", "{")).code == job_errc::invalid_request);
+}
+
+TEST_CASE("GET /v1/info is answered by the front with the document it was given, after auth") {
+  shellctl::io::http::request req;
+  req.method = "GET";
+  req.path = "/v1/info";
+  auto v = check_at_front(req, "tok", R"({"version":"x"})");
+  REQUIRE(std::holds_alternative<shellctl::io::http::response>(v));
+  CHECK(std::get<shellctl::io::http::response>(v).status == 401);
+  req.headers.push_back({"authorization", "Bearer tok"});
+  v = check_at_front(req, "tok", R"({"version":"x"})");
+  REQUIRE(std::holds_alternative<shellctl::io::http::response>(v));
+  CHECK(std::get<shellctl::io::http::response>(v).status == 200);
+  CHECK(std::get<shellctl::io::http::response>(v).body == R"({"version":"x"})");
+}
+
+TEST_CASE("the /v1/info document: every field of E7, nothing this build does not serve") {
+  CHECK(server_info_json({"1.2.3", 7, false}) ==
+        R"({"version":"1.2.3","api":["jobs","snapshot","files","stream","resize","signal"],)"
+        R"("isolation":{"landlock_abi":7,"cgroup":"none"},"limits":{"timeout_max":600,"output_limit_max":524288}})" "\n");
+  CHECK(server_info_json({"1.2.3", std::nullopt, true}).find(R"("landlock_abi":null,"cgroup":"v2")") !=
+        std::string::npos);
 }

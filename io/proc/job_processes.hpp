@@ -1,0 +1,28 @@
+#pragma once
+// The processes of a running job, found in /proc from its pane's process (the runner), for
+// the signal route (extensions.md §E4) until jobs have cgroups of their own (§E5).
+//
+// With job namespaces the runner's child is PID 1 of the job's own PID namespace, and
+// every other process in that namespace is the job's: one that calls setsid() or forks
+// twice stays in it. Without them, the job is the pane's session and process group (tmux
+// makes the runner a session leader), minus the runner. Neither set includes the runner
+// or the init: both forward INT, TERM and HUP to the job, which would then get them twice.
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace shellctl::io::proc {
+
+// /proc/<pid>/cmdline with NULs as spaces; nullopt when the process does not exist.
+std::optional<std::string> cmdline_of(long pid);
+
+// The job's processes (see above), or nothing when `runner` is no longer the runner of the
+// job whose directory is `owner` (its pid was reused, or it is gone).
+std::vector<pid_t> job_processes(pid_t runner, const std::string& owner);
+
+// Sends `signo` to each of job_processes(); returns how many took it.
+std::size_t signal_job_processes(pid_t runner, const std::string& owner, int signo);
+
+}  // namespace shellctl::io::proc
