@@ -53,6 +53,7 @@ io::http::response encode(const job_result& r) {
 io::http::response encode(const job_status_view& v) { return json_response(200, job_status_json(v)); }
 io::http::response encode(const job_list& l) { return json_response(200, job_list_json(l)); }
 io::http::response encode(const job_deleted& d) { return json_response(200, job_deleted_json(d)); }
+io::http::response encode(const job_activity& a) { return json_response(200, job_activity_json(a)); }
 
 // What each request is answered with (as in job_registry_actor's interface).
 template <class Request> struct reply_of { using type = job_result; };
@@ -60,6 +61,7 @@ template <> struct reply_of<status_request> { using type = job_status_view; };
 template <> struct reply_of<terminate_request> { using type = job_status_view; };
 template <> struct reply_of<signal_request> { using type = job_status_view; };
 template <> struct reply_of<resize_request> { using type = job_status_view; };
+template <> struct reply_of<activity_request> { using type = job_activity; };
 template <> struct reply_of<delete_request> { using type = job_deleted; };
 template <> struct reply_of<list_request> { using type = job_list; };
 

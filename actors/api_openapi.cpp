@@ -79,6 +79,19 @@ const char* components = R"({
       "properties": {"signal": {"oneOf": [
         {"type": "string", "description": "INT TERM KILL HUP QUIT USR1 USR2 STOP CONT WINCH, with or without SIG, any case, or the number as a string"},
         {"type": "integer", "enum": [2, 15, 9, 1, 3, 10, 12, 19, 18, 28]}]}}},
+    "JobActivity": {"type": "object", "additionalProperties": false,
+      "required": ["job_id", "status", "done", "offset", "waiting_for_input", "idle_seconds", "foreground", "terminal", "processes"],
+      "properties": {
+        "job_id": {"type": "string"},
+        "status": {"$ref": "#/components/schemas/JobStatus"},
+        "done": {"type": "boolean"},
+        "offset": {"type": "integer", "minimum": 0},
+        "waiting_for_input": {"type": "boolean"},
+        "idle_seconds": {"type": "number", "minimum": 0},
+        "foreground": {"oneOf": [{"type": "null"}, {"type": "object", "required": ["pid", "command"],
+          "properties": {"pid": {"type": "integer"}, "command": {"type": "string"}}}]},
+        "terminal": {"oneOf": [{"type": "null"}, {"$ref": "#/components/schemas/Terminal"}]},
+        "processes": {"type": "integer", "minimum": 0}}},
     "ResizeRequest": {"type": "object", "required": ["cols", "rows"],
       "properties": {"cols": {"type": "integer", "minimum": 1, "maximum": 4096},
                      "rows": {"type": "integer", "minimum": 1, "maximum": 4096}}},
@@ -174,6 +187,9 @@ operation describe(route r) {
       return {"Send a signal to every process of a running job", "SignalRequest", "JobStatusView", {}};
     case route::resize:
       return {"Resize a running PTY job's terminal (its program gets SIGWINCH)", "ResizeRequest", "JobStatusView", {}};
+    case route::activity:
+      return {"Whether a job waits for its terminal (a prompt), how long it has been quiet, its foreground process",
+              "", "JobActivity", {{"idle_flush_seconds", R"({"type":"number","default":0.5})"}}};
     case route::info: return {"What this server can do: its API, isolation and limits", "", "Info", {}};
     case route::tail:
       return {"The last bytes of a job's output", "", "JobResult",

@@ -56,10 +56,11 @@ struct wait_rules {
   bool has_offset;
   bool timeout_defaults_to_30;
   bool negative_idle_is_default;
+  bool may_return_on_input_wait;  // extensions.md §E6: /wait and /input
 };
-constexpr wait_rules run_rules{false, true, true};
-constexpr wait_rules wait_route_rules{true, false, false};
-constexpr wait_rules input_rules{true, true, false};
+constexpr wait_rules run_rules{false, true, true, false};
+constexpr wait_rules wait_route_rules{true, false, false, true};
+constexpr wait_rules input_rules{true, true, false, true};
 
 wait_params read_wait(const io::json::object& o, wait_rules rules) {
   wait_params p;
@@ -72,6 +73,8 @@ wait_params read_wait(const io::json::object& o, wait_rules rules) {
   p.limit = clamp_limit(o.get_int("output_limit"));
   auto idle = o.get_number("idle_flush_seconds").value_or(0);
   p.idle_flush_s = idle == 0 || (rules.negative_idle_is_default && idle < 0) ? 0.5 : idle;
+  // Opt-in; the run's first wait is as it always was.
+  if (rules.may_return_on_input_wait) p.return_on_input_wait = o.get_bool("return_on_input_wait").value_or(false);
   return p;
 }
 
@@ -241,6 +244,13 @@ decoded_request decode(const io::http::request& req, const route_match& m) {
       auto r = decode_signal(req.body);
       r.job_id = m.job_id;
       return r;
+    }
+    case route::activity: {
+      // Like a wait's idle flush: quiet this long (seconds) and reading counts as waiting.
+      auto idle = parse_float(query_param(req.query, "idle_flush_seconds"));
+      if (idle && (!std::isfinite(*idle) || *idle < 0))
+        throw bad_request{job_errc::validation_error, "idle_flush_seconds must be a non-negative number"};
+      return activity_request{m.job_id, idle && *idle > 0 ? std::min(*idle, 600.0) : 0.5};
     }
     case route::resize: {
       auto r = decode_resize(req.body);

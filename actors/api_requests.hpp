@@ -20,7 +20,7 @@ namespace shellctl::actors {
 
 using decoded_request =
     std::variant<job_error_view, run_request, wait_request, tail_request, status_request,
-                 input_request, terminate_request, signal_request, resize_request,
+                 input_request, terminate_request, signal_request, resize_request, activity_request,
                  delete_request, list_request>;
 
 // The signals POST /v1/jobs/{id}/signal may send (extensions.md §E4), by name without SIG.

@@ -137,8 +137,8 @@ std::string job_deleted_json(const job_deleted& d) {
 std::string server_info_json(const server_info& i) {
   writer w;
   w.begin_object().key("version").value(i.version).key("api").begin_array();
-  // Only what this build serves: "activity" (§E6) joins the list when it exists.
-  for (const char* a : {"jobs", "snapshot", "files", "stream", "resize", "signal"}) w.value(a);
+  // Only what this build serves.
+  for (const char* a : {"jobs", "snapshot", "files", "stream", "resize", "signal", "activity"}) w.value(a);
   w.end_array().key("isolation").begin_object().key("landlock_abi");
   if (i.landlock_abi)
     w.value(*i.landlock_abi);
@@ -147,6 +147,32 @@ std::string server_info_json(const server_info& i) {
   w.key("cgroup").value(i.cgroups ? "v2" : "none").end_object();
   w.key("limits").begin_object().key("timeout_max").value(600).key("output_limit_max").value(524288);
   w.end_object().end_object();
+  return w.finish();
+}
+
+std::string job_activity_json(const job_activity& a) {
+  writer w;
+  w.begin_object();
+  w.key("job_id").value(a.row.job_id);
+  w.key("status").value(io::store::status_text(a.row.status));
+  w.key("done").value(is_done(a.row));
+  w.key("offset").value(a.offset);
+  w.key("waiting_for_input").value(a.waiting_for_input);
+  w.key("idle_seconds").decimal(a.idle_seconds, 1);
+  w.key("foreground");
+  if (a.foreground) {
+    w.begin_object().key("pid").value(static_cast<std::int64_t>(a.foreground->pid));
+    w.key("command").value(a.foreground->command).end_object();
+  } else {
+    w.null();
+  }
+  w.key("terminal");
+  if (a.terminal)
+    w.begin_object().key("cols").value(a.terminal->cols).key("rows").value(a.terminal->rows).end_object();
+  else
+    w.null();
+  w.key("processes").value(static_cast<std::uint64_t>(a.processes));
+  w.end_object();
   return w.finish();
 }
 

@@ -16,6 +16,9 @@ std::string job_result_json(const job_result& r);
 std::string job_status_json(const job_status_view& v);
 std::string job_list_json(const job_list& list);
 std::string job_deleted_json(const job_deleted& d);
+// {"job_id","status","done","offset","waiting_for_input","idle_seconds","foreground",
+//  "terminal","processes"} (extensions.md §E6); foreground and terminal null without a pane.
+std::string job_activity_json(const job_activity& a);
 // {"entries":N,"bytes_written":M} (snapshot.md §5.5).
 std::string snapshot_restored_json(const snapshot_restored& r);
 // The trailers that say a save succeeded (snapshot.md §4.7: a pinned wire contract).

@@ -84,6 +84,24 @@ struct job_status_view {
   std::uint64_t offset = 0;
 };
 
+// GET /v1/jobs/{id}/activity (extensions.md §E6).
+struct job_activity {
+  job_row row;
+  std::uint64_t offset = 0;
+  bool waiting_for_input = false;
+  double idle_seconds = 0;  // since the last output byte (the log's modification time)
+  struct foreground_process {
+    long pid = 0;  // as the job sees it
+    std::string command;
+  };
+  std::optional<foreground_process> foreground;  // PTY jobs that run
+  struct terminal_size {
+    std::int64_t cols = 0, rows = 0;
+  };
+  std::optional<terminal_size> terminal;  // PTY jobs that run: the pane's size in tmux
+  std::size_t processes = 0;              // live processes of the job
+};
+
 struct job_deleted {
   std::string job_id;
 };
@@ -183,6 +201,7 @@ answer<T> answer_later(Self* self) {
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::job_result)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::job_status_view)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::job_deleted)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::job_activity)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::job_info)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::job_list)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::snapshot_saved)

@@ -74,6 +74,7 @@ using job_actor_type = caf::typed_actor<
     replies_to<terminate_request>::with<job_status_view>,  // once ended and output final
     replies_to<signal_request>::with<job_status_view>,     // once sent (extensions.md §E4)
     replies_to<resize_request>::with<job_status_view>,     // once tmux resized (§E3)
+    replies_to<activity_request>::with<job_activity>,      // from /proc and tmux (§E6)
     replies_to<delete_request>::with<job_deleted>,
     replies_to<stream_request>::with<stream_opened>,  // a job_stream now writes the answer
     replies_to<info_request>::with<job_info>,         // the row for GET /v1/jobs
@@ -99,6 +100,7 @@ using job_registry_actor = caf::typed_actor<
     replies_to<terminate_request>::with<job_status_view>,
     replies_to<signal_request>::with<job_status_view>,
     replies_to<resize_request>::with<job_status_view>,
+    replies_to<activity_request>::with<job_activity>,
     replies_to<delete_request>::with<job_deleted>,
     replies_to<stream_request>::with<stream_opened>,
     replies_to<list_request>::with<job_list>,

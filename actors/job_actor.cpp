@@ -17,6 +17,7 @@
 #include "io/fs/home_views.hpp"
 #include "io/json/json.hpp"
 #include "io/proc/job_processes.hpp"
+#include "io/proc/terminal_wait.hpp"
 #include "io/text/clock.hpp"
 #include "io/text/output_window.hpp"
 #include "io/text/shell_quote.hpp"
@@ -485,6 +486,14 @@ void evaluate_waiters(self_ptr self) {
   const bool job_done = shown_done(self);
   const auto size = io::text::file_size_or_zero(st.output_abs);
   const auto now = self->clock().now();  // the actor clock: tests drive it deterministically
+  // return_on_input_wait (§E6): the terminal's state, read only when a waiter asked.
+  bool blocked_on_terminal = false;
+  if (!job_done && is_pty(self) && st.pane_pid > 0 && st.row.status == job_status::running &&
+      st.waiters.wants_terminal_state()) {
+    const auto runner = static_cast<pid_t>(st.pane_pid);
+    blocked_on_terminal =
+        io::proc::read_terminal_facts(runner, io::proc::job_processes(runner, st.dir)).blocked_on_terminal;
+  }
   st.waiters.evaluate(
       job_done, size, now,
       [&](const job_state::waiter& w, poll_verdict v) {
@@ -497,7 +506,8 @@ void evaluate_waiters(self_ptr self) {
         auto delay = std::chrono::duration_cast<std::chrono::microseconds>(at - now) +
                      std::chrono::microseconds(200);
         self->delayed_send(self, delay, waiter_tick{id});
-      });
+      },
+      blocked_on_terminal);
 }
 
 void add_waiter(self_ptr self, const wait_params& p, answer<job_result> reply) {
@@ -1110,6 +1120,39 @@ void serve_request(self_ptr self, const resize_request& req, const answer<job_st
   });
 }
 
+// GET .../activity (extensions.md §E6): the job's processes and its terminal, read from
+// /proc when asked (a kernel state: no event tells it), the pane's size from tmux.
+void serve_request(self_ptr self, const activity_request& req, const answer<job_activity>& reply) {
+  auto& st = self->state;
+  job_activity a;
+  a.row = shown_row(self);
+  a.offset = io::text::file_size_or_zero(st.output_abs);
+  a.idle_seconds = io::text::seconds_since_modified(st.output_abs);
+  const bool running = st.row.status == job_status::running && !st.terminating && st.pane_pid > 0;
+  if (!running) {
+    reply.ok(std::move(a));
+    return;
+  }
+  const auto runner = static_cast<pid_t>(st.pane_pid);
+  const auto pids = io::proc::job_processes(runner, st.dir);
+  a.processes = pids.size();
+  if (!is_pty(self)) {
+    reply.ok(std::move(a));
+    return;
+  }
+  const auto term = io::proc::read_terminal_facts(runner, pids);
+  if (term.foreground) a.foreground = job_activity::foreground_process{term.foreground->pid, term.foreground->command};
+  // Blocked on the terminal and quiet for an idle flush: a prompt, not a job still printing.
+  a.waiting_for_input = term.blocked_on_terminal && a.idle_seconds >= req.idle_flush_s;
+  const auto guard = guard_answer(self, reply, std::chrono::seconds(10));
+  tmux(self, {io::tmux::pane_size_line(pane(self))}, [self, reply, guard, a = std::move(a)](tmux_reply& r) mutable {
+    unguard(self, guard);
+    if (auto size = r.ok && !r.output.empty() ? io::tmux::read_pane_size(r.output[0]) : std::nullopt)
+      a.terminal = job_activity::terminal_size{size->first, size->second};
+    reply.ok(std::move(a));
+  });
+}
+
 // ---------------------------------------------------------------- requests
 
 void serve_request(self_ptr self, const wait_request& req, const answer<job_result>& reply) {
@@ -1249,6 +1292,7 @@ job_actor_type::behavior_type job_actor(job_actor_type::stateful_pointer<job_sta
       request_handler<input_request, job_result>(self),
       request_handler<signal_request, job_status_view>(self),
       request_handler<resize_request, job_status_view>(self),
+      request_handler<activity_request, job_activity>(self),
       request_handler<terminate_request, job_status_view>(self),
       request_handler<delete_request, job_deleted>(self),
       request_handler<stream_request, stream_opened>(self),

@@ -6,6 +6,9 @@
 //   (b) a full window — more than `limit` bytes past offset are ready;
 //   (c) idle flush   — output arrived and then stayed quiet for idle_flush seconds;
 //   (d) timeout      — its deadline passed;
+//   (e) input wait   — opt-in (`return_on_input_wait`, extensions.md §E6): the job waits for
+//                      its terminal, nothing new is there to show, and the waiter has seen
+//                      no output for its idle flush (so a prompt is answered within one);
 // and refused when its offset lies beyond the output (invalid_offset).
 #include <algorithm>
 #include <chrono>
@@ -21,9 +24,10 @@ struct wait_params {
   double timeout_s = 0;
   std::uint64_t limit = 16384;
   double idle_flush_s = 0.5;
+  bool return_on_input_wait = false;  // §E6; old clients never send it
 };
 
-enum class poll_verdict { keep_waiting, done, full_window, idle_flush, timeout, invalid_offset };
+enum class poll_verdict { keep_waiting, done, full_window, idle_flush, timeout, input_wait, invalid_offset };
 
 template <class Answer>
 class long_poll_set {
@@ -53,12 +57,14 @@ class long_poll_set {
   // job's log no longer grows, so the size read after it is final). `answer(w, verdict)`
   // is called for each waiter that is decided, which then leaves the set; `wake(id, at)`
   // for each one that needs a timer (a tick for `id` at `at`, then call ticked(id)).
+  // `blocked_on_terminal`: the job's foreground reads its terminal now (asked only when
+  // wants_terminal_state(): it is read from /proc).
   template <class OnAnswer, class OnWake>
   void evaluate(bool job_done, std::uint64_t size, clock::time_point now, OnAnswer&& answer,
-                OnWake&& wake) {
+                OnWake&& wake, bool blocked_on_terminal = false) {
     for (auto it = waiters_.begin(); it != waiters_.end();) {
       auto& w = *it;
-      auto verdict = decide(w, job_done, size, now);
+      auto verdict = decide(w, job_done, size, now, blocked_on_terminal);
       if (verdict != poll_verdict::keep_waiting) {
         waiter decided = std::move(w);
         it = waiters_.erase(it);
@@ -67,6 +73,8 @@ class long_poll_set {
       }
       auto next = w.deadline;
       if (size > w.p.offset && w.saw_output) next = std::min(next, w.last_growth + idle(w));
+      // A terminal's state changes without an event: look again every idle flush.
+      if (w.p.return_on_input_wait) next = std::min(next, std::max(now, w.last_growth) + idle(w));
       if (!w.tick_at || next < *w.tick_at) {
         w.tick_at = next;
         wake(w.id, next);
@@ -89,6 +97,11 @@ class long_poll_set {
   }
 
   bool empty() const { return waiters_.empty(); }
+  // Whether a waiter asked to return on an input wait (then evaluate needs the terminal).
+  bool wants_terminal_state() const {
+    return std::any_of(waiters_.begin(), waiters_.end(),
+                       [](const waiter& w) { return w.p.return_on_input_wait; });
+  }
   std::size_t size() const { return waiters_.size(); }
 
  private:
@@ -97,7 +110,8 @@ class long_poll_set {
         std::chrono::duration<double>(w.p.idle_flush_s));
   }
 
-  static poll_verdict decide(waiter& w, bool job_done, std::uint64_t size, clock::time_point now) {
+  static poll_verdict decide(waiter& w, bool job_done, std::uint64_t size, clock::time_point now,
+                             bool blocked_on_terminal) {
     if (w.p.offset > size) return poll_verdict::invalid_offset;
     if (size > w.last_size) {
       w.last_size = size;
@@ -111,6 +125,9 @@ class long_poll_set {
     if (size > w.p.offset && w.saw_output && now - w.last_growth >= idle(w))
       return poll_verdict::idle_flush;
     if (now >= w.deadline) return poll_verdict::timeout;
+    if (w.p.return_on_input_wait && blocked_on_terminal && size <= w.p.offset &&
+        now - w.last_growth >= idle(w))
+      return poll_verdict::input_wait;
     return poll_verdict::keep_waiting;
   }
 

@@ -171,6 +171,11 @@ struct signal_request {
   std::string job_id;
   int signo = 0;  // one of job_signals (actors/api_requests.hpp)
 };
+// GET /v1/jobs/{id}/activity → job_activity (extensions.md §E6)
+struct activity_request {
+  std::string job_id;
+  double idle_flush_s = 0.5;  // ?idle_flush_seconds=: how long quiet counts as waiting
+};
 // POST /v1/jobs/{id}/resize → job_status_view (extensions.md §E3)
 struct resize_request {
   std::string job_id;
@@ -449,6 +454,7 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::status_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::input_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::signal_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::resize_request)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::activity_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::terminate_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::delete_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::list_request)

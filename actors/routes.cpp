@@ -46,6 +46,7 @@ const std::vector<route_entry>& route_table() {
       {route::stream, "GET", "/v1/jobs/{job_id}/stream"},
       {route::resize, "POST", "/v1/jobs/{job_id}/resize"},
       {route::signal, "POST", "/v1/jobs/{job_id}/signal"},
+      {route::activity, "GET", "/v1/jobs/{job_id}/activity"},
       {route::info, "GET", "/v1/info"},
       {route::snapshot_save, "POST", "/v1/snapshot/save"},
       {route::snapshot_restore, "POST", "/v1/snapshot/restore"},
@@ -125,6 +126,8 @@ route_match match_route(std::string_view method, std::string_view path) {
         add("POST", route::resize);
       } else if (segs.size() == 4 && segs[3] == "signal") {
         add("POST", route::signal);
+      } else if (segs.size() == 4 && segs[3] == "activity") {
+        add("GET", route::activity);
       } else if (segs.size() == 5 && segs[3] == "log" && segs[4] == "tail") {
         add("GET", route::tail);
       }

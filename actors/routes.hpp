@@ -13,7 +13,7 @@ enum class route {
   snapshot_save, snapshot_restore,  // snapshot.md §3
   openapi, metrics,                 // extensions.md §E7
   stream,                           // extensions.md §E2
-  resize, signal,                   // §E3, §E4
+  resize, signal, activity,         // §E3, §E4, §E6
   info,                             // §E7
   file_read, file_write, file_stat, file_list, file_mkdir, file_delete, file_move,  // §E1
 };

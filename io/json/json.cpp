@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdio>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <system_error>
@@ -642,6 +644,15 @@ writer& writer::value(std::uint64_t n) {
   char buf[24];
   const auto r = std::to_chars(buf, buf + sizeof buf, n);
   out_.append(buf, static_cast<std::size_t>(r.ptr - buf));
+  return *this;
+}
+
+writer& writer::decimal(double x, int decimals) {
+  separator();
+  if (!std::isfinite(x)) x = 0;  // JSON has no NaN or infinity
+  char buf[64];
+  const int n = std::snprintf(buf, sizeof buf, "%.*f", decimals, x);
+  out_.append(buf, n > 0 ? static_cast<std::size_t>(n) : 0);
   return *this;
 }
 

@@ -69,6 +69,8 @@ class writer {
   writer& value(int n) { return value(static_cast<std::int64_t>(n)); }
   writer& value(std::uint64_t n);
   writer& value(bool b);
+  // A finite number with `decimals` digits after the point (3: milliseconds of seconds).
+  writer& decimal(double x, int decimals = 3);
   writer& null();
   // Finishes the document: Go's encoder appends one "\n".
   std::string finish();

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -155,6 +156,16 @@ std::uint64_t file_size_or_zero(const std::string& path) {
     throw_errno("stat", path);
   }
   return static_cast<std::uint64_t>(st.st_size);
+}
+
+double seconds_since_modified(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return 0;
+  timespec now {};
+  ::clock_gettime(CLOCK_REALTIME, &now);  // mtime is wall-clock time
+  const double age = static_cast<double>(now.tv_sec - st.st_mtim.tv_sec) +
+                     static_cast<double>(now.tv_nsec - st.st_mtim.tv_nsec) / 1e9;
+  return age > 0 ? age : 0;
 }
 
 output_window read_output_window(const std::string& path, std::uint64_t offset, std::uint64_t limit,

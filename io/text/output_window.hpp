@@ -28,6 +28,8 @@ struct offset_beyond_end : std::runtime_error {
 
 // Size of the file in bytes, 0 when it does not exist.
 std::uint64_t file_size_or_zero(const std::string& path);
+// Seconds since the file was last modified (its last write), 0 when it does not exist.
+double seconds_since_modified(const std::string& path);
 
 // Window of at most `limit` bytes starting at `offset` (§5.3). A missing file is empty.
 output_window read_output_window(const std::string& path, std::uint64_t offset,

@@ -54,6 +54,21 @@ std::string resize_line(const std::string& pane, int cols, int rows) {
   return command("resize-window").flag("-t").arg(pane).flag("-x").number(cols).flag("-y").number(rows).line();
 }
 
+std::string pane_size_line(const std::string& pane) {
+  return command("display-message").flag("-p").flag("-t").arg(pane).arg("#{pane_width} #{pane_height}").line();
+}
+
+std::optional<std::pair<long, long>> read_pane_size(const std::vector<std::string>& out) {
+  if (out.empty()) return std::nullopt;
+  char* end = nullptr;
+  const long cols = std::strtol(out[0].c_str(), &end, 10);
+  if (end == out[0].c_str() || *end != ' ') return std::nullopt;
+  const char* rows_at = end + 1;
+  const long rows = std::strtol(rows_at, &end, 10);
+  if (end == rows_at || *end || cols <= 0 || rows <= 0) return std::nullopt;
+  return std::make_pair(cols, rows);
+}
+
 std::vector<std::string> paste_lines(const std::string& buffer, const std::string& file,
                                      const std::string& pane) {
   return {command("load-buffer").flag("-b").arg(buffer).format_arg(file).line(),

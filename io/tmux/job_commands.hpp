@@ -49,6 +49,9 @@ std::string interrupt_line(const std::string& pane);  // send-keys C-c
 // resize-window to cols x rows (extensions.md §E3): the window's size becomes manual, so
 // no client's size changes it back; the pane's program gets SIGWINCH.
 std::string resize_line(const std::string& pane, int cols, int rows);
+// display-message of the pane's size, and its reading ("cols rows"); nullopt if unreadable.
+std::string pane_size_line(const std::string& pane);
+std::optional<std::pair<long, long>> read_pane_size(const std::vector<std::string>& out);
 // load-buffer from `file`, paste-buffer into the pane, delete-buffer.
 std::vector<std::string> paste_lines(const std::string& buffer, const std::string& file,
                                      const std::string& pane);

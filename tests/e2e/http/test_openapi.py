@@ -51,6 +51,14 @@ class OpenAPITest(unittest.TestCase):
         out.append(["FilePath", s.ok("POST", "/v1/files/mkdir", {"path": "d/e", "mode": "0700"})])
         out.append(["FilePath", s.ok("POST", "/v1/files/move", {"from": "d/e", "to": "d/g"})])
         out.append(["FileDeleted", s.ok("DELETE", "/v1/files?path=d&recursive=true")])
+        # Job control (E3, E4, E6, E7): a running PTY job, then the same finished.
+        live = s.run("read -r x", timeout=0.3)["job_id"]
+        out.append(["JobActivity", s.ok("GET", f"/v1/jobs/{live}/activity")])
+        out.append(["JobStatusView", s.ok("POST", f"/v1/jobs/{live}/resize", {"cols": 90, "rows": 30})])
+        out.append(["JobStatusView", s.ok("POST", f"/v1/jobs/{live}/signal", {"signal": "KILL"})])
+        s.run_to_completion("true")
+        out.append(["JobActivity", s.ok("GET", f"/v1/jobs/{live}/activity")])
+        out.append(["Info", s.ok("GET", "/v1/info")])
         return out
 
     def test_needs_the_token(self):
@@ -75,7 +83,7 @@ class OpenAPITest(unittest.TestCase):
             os.unlink(g.name)
         self.assertEqual((r.returncode, r.stdout.strip()), (0, "valid"), r.stderr)
         operations = [(m.upper(), p) for p, ops in doc["paths"].items() for m in ops]
-        self.assertEqual(len(operations), 21)
+        self.assertEqual(len(operations), 25)
         for method, pattern in operations:
             path = pattern.replace("{job_id}", "0123456789abcdef")
             body = None if method in ("GET", "DELETE") else {}

@@ -1,15 +1,17 @@
 """Job control over real HTTP, tmux and the kernel: POST /v1/jobs/{id}/signal (extensions.md
 §E4) reaches every process of the job and nothing else, POST /v1/jobs/{id}/resize (§E3)
-resizes the pane (stty and a SIGWINCH trap see it), and GET /v1/info (§E7) says what the
-server serves."""
+resizes the pane (stty and a SIGWINCH trap see it), GET /v1/jobs/{id}/activity (§E6) tells
+a prompt from a job that sleeps or computes, and GET /v1/info (§E7) says what the server
+serves."""
 import os
 import signal
 import subprocess
+import time
 import unittest
 import uuid
 
 from harness import Server, processes_mentioning, wait_until
-from jobs_common import ID_RE, STATUS_KEYS
+from jobs_common import ID_RE, RESULT_KEYS, STATUS_KEYS
 
 TOKEN = "job-control-token"
 CATCHABLE = ["INT", "TERM", "HUP", "QUIT", "USR1", "USR2", "WINCH"]
@@ -212,22 +214,152 @@ class JobControl(unittest.TestCase):
         self.signal(job, "KILL")
         self.wait_done(job)
 
+    # -- activity (§E6) ------------------------------------------------------------------
+    ACTIVITY_KEYS = {"job_id", "status", "done", "offset", "waiting_for_input", "idle_seconds",
+                     "foreground", "terminal", "processes"}
+
+    def activity(self, job_id, query=""):
+        status, _, body = self.server.request("GET", f"/v1/jobs/{job_id}/activity{query}")
+        self.assertEqual(status, 200, body)
+        self.assertEqual(set(body), self.ACTIVITY_KEYS)
+        return body
+
+    def assert_waits(self, script, command, **fields):
+        job = self.start(f"echo armed; {script}", "armed", **fields)
+        a = wait_until(lambda: (lambda b: b if b["waiting_for_input"] else None)(self.activity(job)),
+                       timeout=30, what=f"{script!r} waiting for input")
+        self.assertEqual(a["status"], "running")
+        self.assertFalse(a["done"])
+        self.assertEqual(a["foreground"]["command"], command)
+        self.assertIsInstance(a["foreground"]["pid"], int)
+        self.assertGreaterEqual(a["idle_seconds"], 0.5)
+        self.assertGreaterEqual(a["processes"], 1)
+        self.assertEqual(a["terminal"], {"cols": 200, "rows": 50})
+        self.signal(job, "KILL")
+        self.wait_done(job)
+
+    def assert_never_waits(self, script):
+        job = self.start(f"echo armed; {script}", "armed")
+        # Quiet for well over the idle flush, and still not waiting: checked several times.
+        wait_until(lambda: self.activity(job)["idle_seconds"] >= 1.0, timeout=30, what="quiet")
+        for _ in range(5):
+            a = self.activity(job)
+            self.assertFalse(a["waiting_for_input"], (script, a))
+            self.assertIsNotNone(a["foreground"])
+        self.signal(job, "KILL")
+        self.wait_done(job)
+
+    def test_a_shell_read_waits_for_input(self):
+        self.assert_waits("read -r x", "sh")
+
+    def test_python_input_waits_for_input(self):
+        self.assert_waits("exec python3 -c 'input()'", "python3")
+
+    def test_a_prompt_reading_dev_tty_waits_for_input(self):
+        # Like sudo's password prompt: stdin elsewhere, the prompt reads /dev/tty.
+        self.assert_waits("exec python3 -c \"import sys; sys.stdout.write('Password: '); sys.stdout.flush(); "
+                          "open('/dev/tty').readline()\" < /dev/null", "python3")
+
+    def test_cat_with_no_input_waits(self):
+        self.assert_waits("exec cat", "cat")
+
+    def test_a_busy_loop_and_a_sleep_do_not_wait(self):
+        self.assert_never_waits("while :; do :; done")
+        self.assert_never_waits("sleep 30")
+
+    def test_a_reader_whose_job_still_prints_is_not_waiting(self):
+        job = self.start("(while :; do echo tick; sleep 0.1; done) & echo armed; read -r x", "armed")
+        for _ in range(5):
+            a = self.activity(job, "?idle_flush_seconds=5")
+            self.assertFalse(a["waiting_for_input"], a)
+            self.assertLess(a["idle_seconds"], 5)
+            self.assertGreaterEqual(a["processes"], 2)
+        self.signal(job, "KILL")
+        self.wait_done(job)
+
+    def test_typing_the_answer_ends_the_wait(self):
+        job = self.start("echo armed; read -r x; echo \"got $x\"; sleep 30", "armed")
+        wait_until(lambda: self.activity(job)["waiting_for_input"], timeout=30, what="waiting")
+        self.server.ok("POST", f"/v1/jobs/{job}/input", {"text": "yes\n", "timeout": 0.5})
+        wait_until(lambda: "got yes" in self.output(job), timeout=30, what="the answer read")
+        wait_until(lambda: not self.activity(job)["waiting_for_input"], timeout=30, what="not waiting")
+        self.assertEqual(self.activity(job)["foreground"]["command"], "sleep")
+        self.signal(job, "KILL")
+        self.wait_done(job)
+
+    def test_activity_of_stdio_and_finished_jobs(self):
+        job = self.start("echo armed; read -r x; sleep 30", "armed", mode="stdio")
+        a = self.activity(job)
+        self.assertFalse(a["waiting_for_input"])  # no terminal to wait on
+        self.assertIsNone(a["foreground"])
+        self.assertIsNone(a["terminal"])
+        self.assertGreaterEqual(a["processes"], 1)
+        self.signal(job, "KILL")
+        self.wait_done(job)
+        a = self.activity(job)
+        self.assertTrue(a["done"])
+        self.assertEqual((a["waiting_for_input"], a["processes"], a["foreground"], a["terminal"]),
+                         (False, 0, None, None))
+        status, _, body = self.server.request("GET", "/v1/jobs/0123456789abcdef/activity")
+        self.assertEqual(status, 404, body)
+        status, _, body = self.server.request("GET", f"/v1/jobs/{job}/activity?idle_flush_seconds=-1")
+        self.assertEqual(status, 422, body)
+
+    def test_wait_returns_early_on_an_input_wait_only_when_asked(self):
+        job = self.start("echo armed; read -r x; echo \"got $x\"", "armed")
+        offset = self.server.wait(job, 0, timeout=0)["offset"]
+        t0 = time.monotonic()
+        res = self.server.wait(job, offset, timeout=60, return_on_input_wait=True)
+        self.assertLess(time.monotonic() - t0, 45)  # well before its timeout
+        self.assertFalse(res["done"])
+        self.assertEqual(res["status"], "running")
+        self.assertEqual((res["output"], res["offset"]), ("", offset))
+        self.assertEqual(set(res), RESULT_KEYS)  # the ordinary JobResult, unchanged
+        # The same wait without the field waits for output or its timeout, as it always did.
+        t0 = time.monotonic()
+        res = self.server.wait(job, offset, timeout=1.5)
+        self.assertGreaterEqual(time.monotonic() - t0, 1.4)
+        self.assertEqual(res["output"], "")
+        self.signal(job, "KILL")
+        self.wait_done(job)
+
+    def test_input_returns_when_the_next_prompt_waits(self):
+        # No echo and no output: only the input wait can end the long-poll early.
+        job = self.start("stty -echo; echo armed; read -r a; read -r b; echo \"got $a $b\"", "armed")
+        offset = self.server.wait(job, 0, timeout=0)["offset"]
+        t0 = time.monotonic()
+        res = self.server.ok("POST", f"/v1/jobs/{job}/input",
+                             {"text": "one\n", "offset": offset, "timeout": 60,
+                              "return_on_input_wait": True})
+        self.assertLess(time.monotonic() - t0, 45)
+        self.assertFalse(res["done"])
+        self.assertEqual(res["output"], "")
+        res = self.server.ok("POST", f"/v1/jobs/{job}/input",
+                             {"text": "two\n", "offset": res["offset"], "timeout": 60,
+                              "return_on_input_wait": True})
+        final, _ = self.wait_done(job)
+        self.assertEqual(final["status"], "exited")
+        self.assertIn("got one two", self.output(job))
+        status, _, body = self.server.request("POST", f"/v1/jobs/{job}/wait",
+                                              {"offset": 0, "return_on_input_wait": "yes"})
+        self.assertEqual(status, 400, body)
+
     # -- /v1/info (§E7) ------------------------------------------------------------------
     def test_info(self):
         self.assertEqual(self.server.request("GET", "/v1/info", auth=False)[0], 401)
         info = self.server.ok("GET", "/v1/info")
         self.assertEqual(set(info), {"version", "api", "isolation", "limits"})
         self.assertTrue(info["version"])
-        for api in ("jobs", "snapshot", "files", "stream", "resize", "signal"):
-            self.assertIn(api, info["api"])
-        self.assertNotIn("activity", info["api"])  # not served by this build
+        self.assertEqual(info["api"], ["jobs", "snapshot", "files", "stream", "resize", "signal",
+                                       "activity"])
         self.assertEqual(info["isolation"]["cgroup"], "none")
         self.assertIsInstance(info["isolation"]["landlock_abi"], int)
         self.assertGreater(info["isolation"]["landlock_abi"], 0)
         self.assertEqual(info["limits"], {"timeout_max": 600, "output_limit_max": 524288})
         # The OpenAPI document names the new routes too.
         paths = self.server.ok("GET", "/openapi.json")["paths"]
-        for p in ("/v1/info", "/v1/jobs/{job_id}/signal", "/v1/jobs/{job_id}/resize"):
+        for p in ("/v1/info", "/v1/jobs/{job_id}/signal", "/v1/jobs/{job_id}/resize",
+                  "/v1/jobs/{job_id}/activity"):
             self.assertIn(p, paths)
 
 

@@ -33,6 +33,7 @@ TEST_CASE("routes of http-api.md §3") {
       {"POST", "/v1/jobs/abc/signal", kind::found, route::signal, "abc"},
       {"POST", "/v1/jobs/abc/resize", kind::found, route::resize, "abc"},
       {"GET", "/v1/info", kind::found, route::info, ""},
+      {"GET", "/v1/jobs/abc/activity", kind::found, route::activity, "abc"},
       {"POST", "/v1/info", kind::method_not_allowed, route::healthz, ""},
       {"GET", "/v1/jobs/abc/signal", kind::method_not_allowed, route::healthz, ""},
   };
@@ -47,7 +48,7 @@ TEST_CASE("routes of http-api.md §3") {
 }
 
 TEST_CASE("the route table (OpenAPI's source) and the matcher agree, entry by entry") {
-  CHECK(route_table().size() == 24);
+  CHECK(route_table().size() == 25);
   for (const auto& e : route_table()) {
     std::string path = e.pattern;
     const auto at = path.find("{job_id}");
@@ -257,6 +258,42 @@ TEST_CASE("POST /resize: cols and rows, whole numbers 1..4096 each") {
   CHECK(refusal(decode_post("/v1/jobs/abc/resize", "{")).code == job_errc::invalid_request);
 }
 
+TEST_CASE("GET /activity: the idle flush from the query, 0.5 by default, negative 422") {
+  auto get = [](const char* target) {
+    shellctl::io::http::request r;
+    r.method = "GET";
+    std::string t = target;
+    r.path = t.substr(0, t.find('?'));
+    r.query = t.find('?') == std::string::npos ? "" : t.substr(t.find('?') + 1);
+    return decode_request(r, match_route(r.method, r.path));
+  };
+  auto d = get("/v1/jobs/abc/activity");
+  REQUIRE(std::holds_alternative<activity_request>(d));
+  CHECK(std::get<activity_request>(d).job_id == "abc");
+  CHECK(std::get<activity_request>(d).idle_flush_s == 0.5);
+  d = get("/v1/jobs/abc/activity?idle_flush_seconds=2.5");
+  REQUIRE(std::holds_alternative<activity_request>(d));
+  CHECK(std::get<activity_request>(d).idle_flush_s == 2.5);
+  CHECK(refusal(get("/v1/jobs/abc/activity?idle_flush_seconds=-1")).code == job_errc::validation_error);
+}
+
+TEST_CASE("the activity document: nulls without a pane, numbers as numbers") {
+  job_activity a;
+  a.row.job_id = "0123456789abcdef";
+  a.row.status = shellctl::io::store::job_status::running;
+  a.offset = 12;
+  a.idle_seconds = 4.25;
+  CHECK(job_activity_json(a) ==
+        R"({"job_id":"0123456789abcdef","status":"running","done":false,"offset":12,"waiting_for_input":false,)"
+        R"("idle_seconds":4.2,"foreground":null,"terminal":null,"processes":0})" "\n");
+  a.waiting_for_input = true;
+  a.foreground = job_activity::foreground_process{7, "sudo"};
+  a.terminal = job_activity::terminal_size{200, 50};
+  a.processes = 3;
+  CHECK(job_activity_json(a).find(R"("waiting_for_input":true,"idle_seconds":4.2,"foreground":{"pid":7,"command":"sudo"},)"
+                                  R"("terminal":{"cols":200,"rows":50},"processes":3})") != std::string::npos);
+}
+
 TEST_CASE("GET /v1/info is answered by the front with the document it was given, after auth") {
   shellctl::io::http::request req;
   req.method = "GET";
@@ -273,7 +310,7 @@ TEST_CASE("GET /v1/info is answered by the front with the document it was given,
 
 TEST_CASE("the /v1/info document: every field of E7, nothing this build does not serve") {
   CHECK(server_info_json({"1.2.3", 7, false}) ==
-        R"({"version":"1.2.3","api":["jobs","snapshot","files","stream","resize","signal"],)"
+        R"({"version":"1.2.3","api":["jobs","snapshot","files","stream","resize","signal","activity"],)"
         R"("isolation":{"landlock_abi":7,"cgroup":"none"},"limits":{"timeout_max":600,"output_limit_max":524288}})" "\n");
   CHECK(server_info_json({"1.2.3", std::nullopt, true}).find(R"("landlock_abi":null,"cgroup":"v2")") !=
         std::string::npos);

@@ -135,3 +135,64 @@ TEST_CASE("take_all empties the set, ids stay unique") {
   CHECK(all[0].id != all[1].id);
   CHECK(s.empty());
 }
+
+// ---------------------------------------------------------------- return_on_input_wait (§E6)
+
+namespace {
+wait_params on_input_wait(std::uint64_t offset, double timeout, double idle = 0.5) {
+  auto p = params(offset, timeout, 100, idle);
+  p.return_on_input_wait = true;
+  return p;
+}
+void evaluate_blocked(run& r, set_type& s, std::uint64_t size, clock_type::time_point now, bool blocked) {
+  r.wakes.clear();
+  s.evaluate(
+      false, size, now, [&](const set_type::waiter& w, poll_verdict v) { r.answered[w.answer] = v; },
+      [&](std::uint64_t id, clock_type::time_point at) { r.wakes[id] = at; }, blocked);
+}
+}  // namespace
+
+TEST_CASE("input wait: answered once the job reads its terminal, after one quiet idle flush") {
+  set_type s;
+  run r;
+  s.add(on_input_wait(10, 30), "w", 10, t0);
+  CHECK(s.wants_terminal_state());
+  evaluate_blocked(r, s, 10, t0, true);  // blocked, but not yet quiet for an idle flush
+  CHECK(r.answered.empty());
+  REQUIRE(r.wakes.size() == 1);
+  CHECK(r.wakes.begin()->second == t0 + 500ms);  // looked at again one idle flush later
+  s.ticked(r.wakes.begin()->first);
+  evaluate_blocked(r, s, 10, t0 + 500ms, true);
+  CHECK(r.answered.at("w") == poll_verdict::input_wait);
+  CHECK_FALSE(s.wants_terminal_state());
+}
+
+TEST_CASE("input wait: not while the job computes, nor while new output waits to be shown") {
+  set_type s;
+  run r;
+  s.add(on_input_wait(10, 30), "computing", 10, t0);
+  s.add(on_input_wait(4, 30), "unseen output", 10, t0);
+  evaluate_blocked(r, s, 10, t0 + 200ms, false);
+  CHECK(r.answered.empty());
+  evaluate_blocked(r, s, 10, t0 + 400ms, false);
+  CHECK(r.answered.empty());
+  // Blocked now: the one with output past its offset gets it by the idle flush, as ever.
+  evaluate_blocked(r, s, 10, t0 + 2s, true);
+  CHECK(r.answered.at("computing") == poll_verdict::input_wait);
+  CHECK(r.answered.at("unseen output") == poll_verdict::idle_flush);
+}
+
+TEST_CASE("input wait: a wait without the field is answered as it always was") {
+  set_type s;
+  run r;
+  s.add(on_input_wait(10, 30), "flagged", 10, t0);
+  s.add(params(10, 30), "plain", 10, t0);
+  CHECK(s.wants_terminal_state());
+  evaluate_blocked(r, s, 10, t0 + 1s, true);
+  CHECK(r.answered.count("flagged") == 1);
+  CHECK(r.answered.count("plain") == 0);  // an old-shaped wait waits for output or its timeout
+  evaluate_blocked(r, s, 10, t0 + 29s, true);
+  CHECK(r.answered.count("plain") == 0);
+  evaluate_blocked(r, s, 10, t0 + 30s, true);
+  CHECK(r.answered.at("plain") == poll_verdict::timeout);
+}
