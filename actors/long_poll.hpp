@@ -73,8 +73,11 @@ class long_poll_set {
       }
       auto next = w.deadline;
       if (size > w.p.offset && w.saw_output) next = std::min(next, w.last_growth + idle(w));
-      // A terminal's state changes without an event: look again every idle flush.
-      if (w.p.return_on_input_wait) next = std::min(next, std::max(now, w.last_growth) + idle(w));
+      // A terminal's state changes without an event: look again every idle flush (each look
+      // reads /proc: not more often than every 50 ms, whatever the idle flush).
+      if (w.p.return_on_input_wait)
+        next = std::min(next, std::max(now, w.last_growth) +
+                                  std::max<clock::duration>(idle(w), std::chrono::milliseconds(50)));
       if (!w.tick_at || next < *w.tick_at) {
         w.tick_at = next;
         wake(w.id, next);

@@ -417,22 +417,30 @@ file_reader::file_reader(const file_roots& roots, std::string_view path) {
   auto at = locate_or_fail(roots, path);
   path_ = at.absolute;
   // Looked at before it is opened for reading: opening a FIFO would block, and a device
-  // may act on open. The second open is checked to be the same file.
-  struct stat st {};
-  {
-    auto probe = open_or_fail(roots, at, at.rel, O_PATH, "open");
-    if (::fstat(probe.fd, &st) != 0) fail_errno(errno, "open", path_);
+  // may act on open. The second open is checked to be the same file; an upload renamed
+  // over it in between (the old file or the new one, each whole, is what a reader may get)
+  // makes it look again, at the new file. Only a path that keeps changing is refused.
+  constexpr int attempts = 16;
+  for (int attempt = 1;; ++attempt) {
+    struct stat st {};
+    {
+      auto probe = open_or_fail(roots, at, at.rel, O_PATH, "open");
+      if (::fstat(probe.fd, &st) != 0) fail_errno(errno, "open", path_);
+    }
+    if (S_ISDIR(st.st_mode)) fail(file_errc::is_a_directory, path_ + ": is a directory");
+    if (!S_ISREG(st.st_mode)) fail(file_errc::denied, path_ + ": not a regular file (only regular files are read)");
+    auto fd = open_or_fail(roots, at, at.rel, O_RDONLY | O_NONBLOCK | O_NOCTTY, "open");
+    struct stat again {};
+    if (::fstat(fd.fd, &again) != 0) fail_errno(errno, "open", path_);
+    if (again.st_dev == st.st_dev && again.st_ino == st.st_ino && S_ISREG(again.st_mode)) {
+      const auto slash = path_.rfind('/');
+      meta_ = meta_of(again, path_.substr(slash + 1));
+      fd_ = fd.release();
+      return;
+    }
+    if (attempt == attempts)
+      fail(file_errc::io, path_ + ": the file was replaced while it was opened, again and again; try again");
   }
-  if (S_ISDIR(st.st_mode)) fail(file_errc::is_a_directory, path_ + ": is a directory");
-  if (!S_ISREG(st.st_mode)) fail(file_errc::denied, path_ + ": not a regular file (only regular files are read)");
-  auto fd = open_or_fail(roots, at, at.rel, O_RDONLY | O_NONBLOCK | O_NOCTTY, "open");
-  struct stat again {};
-  if (::fstat(fd.fd, &again) != 0) fail_errno(errno, "open", path_);
-  if (again.st_dev != st.st_dev || again.st_ino != st.st_ino || !S_ISREG(again.st_mode))
-    fail(file_errc::io, path_ + ": the file was replaced while it was opened; try again");
-  const auto slash = path_.rfind('/');
-  meta_ = meta_of(again, path_.substr(slash + 1));
-  fd_ = fd.release();
 }
 
 file_reader::~file_reader() {

@@ -309,7 +309,8 @@ class JobControl(unittest.TestCase):
         job = self.start("echo armed; read -r x; echo \"got $x\"", "armed")
         offset = self.server.wait(job, 0, timeout=0)["offset"]
         t0 = time.monotonic()
-        res = self.server.wait(job, offset, timeout=60, return_on_input_wait=True)
+        res = self.server.ok("POST", f"/v1/jobs/{job}/wait",
+                             {"offset": offset, "timeout": 50, "return_on_input_wait": True}, timeout=120)
         self.assertLess(time.monotonic() - t0, 45)  # well before its timeout
         self.assertFalse(res["done"])
         self.assertEqual(res["status"], "running")
@@ -329,14 +330,12 @@ class JobControl(unittest.TestCase):
         offset = self.server.wait(job, 0, timeout=0)["offset"]
         t0 = time.monotonic()
         res = self.server.ok("POST", f"/v1/jobs/{job}/input",
-                             {"text": "one\n", "offset": offset, "timeout": 60,
-                              "return_on_input_wait": True})
+                             {"text": "one\n", "offset": offset, "timeout": 50,
+                              "return_on_input_wait": True}, timeout=120)
         self.assertLess(time.monotonic() - t0, 45)
         self.assertFalse(res["done"])
         self.assertEqual(res["output"], "")
-        res = self.server.ok("POST", f"/v1/jobs/{job}/input",
-                             {"text": "two\n", "offset": res["offset"], "timeout": 60,
-                              "return_on_input_wait": True})
+        self.server.ok("POST", f"/v1/jobs/{job}/input", {"text": "two\n", "timeout": 1})
         final, _ = self.wait_done(job)
         self.assertEqual(final["status"], "exited")
         self.assertIn("got one two", self.output(job))
