@@ -19,11 +19,12 @@ struct run {
   std::map<std::string, poll_verdict> answered;
   std::map<std::uint64_t, clock_type::time_point> wakes;
 
-  void evaluate(set_type& s, bool done, std::uint64_t size, clock_type::time_point now) {
+  void evaluate(set_type& s, bool done, std::uint64_t size, clock_type::time_point now,
+                bool blocked_on_terminal = false) {
     wakes.clear();
     s.evaluate(
         done, size, now, [&](const set_type::waiter& w, poll_verdict v) { answered[w.answer] = v; },
-        [&](std::uint64_t id, clock_type::time_point at) { wakes[id] = at; });
+        [&](std::uint64_t id, clock_type::time_point at) { wakes[id] = at; }, blocked_on_terminal);
   }
 };
 
@@ -145,10 +146,7 @@ wait_params on_input_wait(std::uint64_t offset, double timeout, double idle = 0.
   return p;
 }
 void evaluate_blocked(run& r, set_type& s, std::uint64_t size, clock_type::time_point now, bool blocked) {
-  r.wakes.clear();
-  s.evaluate(
-      false, size, now, [&](const set_type::waiter& w, poll_verdict v) { r.answered[w.answer] = v; },
-      [&](std::uint64_t id, clock_type::time_point at) { r.wakes[id] = at; }, blocked);
+  r.evaluate(s, false, size, now, blocked);
 }
 }  // namespace
 
