@@ -57,6 +57,11 @@ using fs_watcher_actor = caf::typed_actor<
 using cleanup_worker_actor = caf::typed_actor<reacts_to<remove_tree>, reacts_to<kill_groups_naming>,
                                               reacts_to<shutdown_jobs>>;
 
+// cgroup_reaper: ends job cgroups (detached: it waits for the kernel to empty them).
+using cgroup_reaper_actor = caf::typed_actor<
+    replies_to<end_cgroup>::with<cgroup_ended>,  // once killed, empty and removed (or why not)
+    reacts_to<shutdown_jobs>>;
+
 // job_stream: one per GET /v1/jobs/{id}/stream; owns its connection's answer and reads the
 // log as the connection drains (actors/job_stream.hpp).
 using job_stream_actor = caf::typed_actor<reacts_to<output_progress>,  // from its job_actor

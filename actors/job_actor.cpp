@@ -18,6 +18,7 @@
 #include "io/json/json.hpp"
 #include "io/proc/job_processes.hpp"
 #include "io/proc/terminal_wait.hpp"
+#include "io/sandbox/cgroups.hpp"
 #include "io/text/clock.hpp"
 #include "io/text/output_window.hpp"
 #include "io/text/shell_quote.hpp"
@@ -106,6 +107,48 @@ void remove_job_files(self_ptr self) {
   io::fs::unlink_from_home_views(self->state.cfg.state_dir, self->state.row.job_id);
 }
 void finish_terminate(self_ptr self);
+
+// ---------------------------------------------------------------- the job's cgroup (§E5)
+
+// Ends the job's whole tree (cgroup.kill, populated 0, rmdir: actors/cgroup_reaper.hpp),
+// then runs `then`. At once when there is no cgroup; a second caller shares the end under
+// way. A cgroup that did not empty in time is logged and stays known: the next end (or
+// the next startup's orphan sweep) tries again; `then` runs either way, so that no client
+// waits forever on a process stuck in the kernel.
+void end_job_cgroup(self_ptr self, std::function<void()> then = {}) {
+  auto& st = self->state;
+  if (!st.cgroup_exists) {
+    if (then) then();
+    return;
+  }
+  if (then) st.after_cgroup_end.push_back(std::move(then));
+  if (st.cgroup_ending) return;
+  st.cgroup_ending = true;
+  auto done = [self](bool ok, const std::string& error) {
+    auto& st = self->state;
+    st.cgroup_ending = false;
+    if (ok)
+      st.cgroup_exists = false;
+    else
+      warn(self, "cgroup " + st.cgroup + " not ended: " + error);
+    auto conts = std::move(st.after_cgroup_end);
+    st.after_cgroup_end.clear();
+    for (auto& c : conts) c();
+  };
+  self->request(st.peers.reaper, caf::infinite, end_cgroup{st.cgroup})
+      .then([done](cgroup_ended& r) { done(r.ok, r.error); },
+            [done](caf::error&) { done(false, "the cgroup reaper is gone"); });
+}
+
+// The processes of the running job: its cgroup's (minus the namespaced init, which
+// forwards signals itself), else those found from its runner (io/proc/job_processes.hpp).
+std::vector<pid_t> job_pids(self_ptr self) {
+  auto& st = self->state;
+  const auto runner = static_cast<pid_t>(st.pane_pid);
+  if (st.cgroup_exists)
+    return io::proc::cgroup_job_processes(runner, io::sandbox::cgroups::procs(st.cgroup));
+  return io::proc::job_processes(runner, st.dir);
+}
 
 // ---------------------------------------------------------------- answering
 
@@ -272,6 +315,9 @@ void store_request(self_ptr self, Message msg, std::function<void(store_reply&)>
               const auto before = st.row.status;
               st.row = *r.row;
               if (st.row.status != before) log_lifecycle(self, io::store::status_text(st.row.status));
+              // The job is over (exited, failed, lost): nothing it started outlives it
+              // (§E5). A terminate ends the tree itself, after its grace.
+              if (done(self) && !st.terminating) end_job_cgroup(self);
             }
             if (!r.ok) warn(self, "store: " + r.error);
             then(r);
@@ -492,7 +538,7 @@ void evaluate_waiters(self_ptr self) {
       st.waiters.wants_terminal_state()) {
     const auto runner = static_cast<pid_t>(st.pane_pid);
     blocked_on_terminal =
-        io::proc::read_terminal_facts(runner, io::proc::job_processes(runner, st.dir)).blocked_on_terminal;
+        io::proc::read_terminal_facts(runner, job_pids(self)).blocked_on_terminal;
   }
   st.waiters.evaluate(
       job_done, size, now,
@@ -535,6 +581,7 @@ void undo_start(self_ptr self) {
   // child: end its process group explicitly.
   if (st.session_alive) io::tmux::kill_pane_process_group(st.pane_pid, st.dir);
   kill_session(self);
+  end_job_cgroup(self);
 }
 
 void fail_start(self_ptr self, const std::string& message) {
@@ -678,6 +725,16 @@ void start_session(self_ptr self) {
   auto& r = st.row;
   move_to(self, job_phase::creating_session);
   ++st.start_attempts;
+  // E5: the cgroup exists before the runner does (it opens it at once); a retried start
+  // finds it there.
+  if (!st.cgroup.empty()) {
+    std::string err;
+    if (!io::sandbox::cgroups::create(st.cgroup, st.cfg.job_limits, err)) {
+      fail_start(self, "cgroup: " + err);
+      return;
+    }
+    st.cgroup_exists = true;
+  }
   // The runner's argv, exec'd by tmux itself (no `sh -c` in between).
   io::tmux::job_session session{r.session_name, r.terminal_cols, r.terminal_rows,
                                 st.cfg.runner_policy_env,
@@ -839,6 +896,8 @@ void begin_run(self_ptr self) {
 void recover(self_ptr self, bool alive) {
   auto& st = self->state;
   st.session_alive = alive;
+  // E5: the job's cgroup, if it has one, is adopted again (its path is the job's id).
+  st.cgroup_exists = !st.cgroup.empty() && io::sandbox::cgroups::exists(st.cgroup);
   move_to(self, job_phase::live);
   // The session's end comes from tmux_server (at once, if it ended since the listing).
   if (alive)
@@ -853,6 +912,7 @@ void recover(self_ptr self, bool alive) {
   st.gate_opened = has(self, files::start_gate);
   if (done(self)) {
     if (alive) kill_session(self);  // runtime.md §9.1 step 6
+    end_job_cgroup(self);           // an end the crash cut short
     settle(self);
     return;
   }
@@ -946,17 +1006,21 @@ void finish_terminate(self_ptr self) {
   auto& st = self->state;
   if (!st.terminating) return;
   st.terminating = false;
-  // Also when the session is gone: members of the pane's process group that ignore
-  // SIGHUP outlive the pane (D9 promises nothing of the job survives). The group's id
-  // is not reused while any member lives.
-  if (st.pane_pid > 0) io::tmux::kill_pane_process_group(st.pane_pid, st.dir);
-  kill_session(self);
-  auto conts = std::move(st.after_terminate);
-  st.after_terminate.clear();
-  // Answered once the output is final: the ^C echo and whatever the job printed while it
-  // ended are in the log before any answer says done.
-  when_output_final(self, [conts] {
-    for (auto& c : conts) c();
+  // The whole tree first (§E5): a setsid or double-forked daemon is in the cgroup too.
+  end_job_cgroup(self, [self] {
+    auto& st = self->state;
+    // Also when the session is gone: members of the pane's process group that ignore
+    // SIGHUP outlive the pane (D9 promises nothing of the job survives). The group's id
+    // is not reused while any member lives.
+    if (st.pane_pid > 0) io::tmux::kill_pane_process_group(st.pane_pid, st.dir);
+    kill_session(self);
+    auto conts = std::move(st.after_terminate);
+    st.after_terminate.clear();
+    // Answered once the output is final: the ^C echo and whatever the job printed while
+    // it ended are in the log before any answer says done.
+    when_output_final(self, [conts] {
+      for (auto& c : conts) c();
+    });
   });
 }
 
@@ -974,8 +1038,11 @@ void remove_job(self_ptr self, delete_answer reply, std::uint64_t guard) {
     return;
   }
   move_to(self, job_phase::removing);
-  kill_session(self);
-  remove_row(self, std::move(reply), guard, std::chrono::milliseconds(0));
+  // Nothing of a job survives its deletion (§E5): its tree ends before its row goes.
+  end_job_cgroup(self, [self, reply = std::move(reply), guard] {
+    kill_session(self);
+    remove_row(self, reply, guard, std::chrono::milliseconds(0));
+  });
 }
 
 // The row goes first (a crash then leaves only a directory, removed at startup). A write
@@ -1089,10 +1156,9 @@ bool refused_unless_running(self_ptr self, const answer<job_status_view>& reply)
 
 void serve_request(self_ptr self, const signal_request& req, const answer<job_status_view>& reply) {
   if (refused_unless_running(self, reply)) return;
-  auto& st = self->state;
-  // Every process of the job at once (io/proc/job_processes.hpp); a job that ends
-  // meanwhile is answered as it is: its exit is recorded as for any other end.
-  io::proc::signal_job_processes(static_cast<pid_t>(st.pane_pid), st.dir, req.signo);
+  // Every process of the job at once (its cgroup, or io/proc/job_processes.hpp); a job
+  // that ends meanwhile is answered as it is: its exit is recorded as for any other end.
+  io::proc::signal_processes(job_pids(self), req.signo);
   reply_status(self, reply);
 }
 
@@ -1134,7 +1200,7 @@ void serve_request(self_ptr self, const activity_request& req, const answer<job_
     return;
   }
   const auto runner = static_cast<pid_t>(st.pane_pid);
-  const auto pids = io::proc::job_processes(runner, st.dir);
+  const auto pids = job_pids(self);
   a.processes = pids.size();
   if (!is_pty(self)) {
     reply.ok(std::move(a));
@@ -1196,8 +1262,11 @@ void serve_request(self_ptr self, const terminate_request& req,
                    const answer<job_status_view>& reply) {
   auto& st = self->state;
   if (done(self) && !st.terminating) {
-    kill_session(self);
-    when_output_final(self, [self, reply] { reply_status(self, reply); });
+    // Answered once the tree is gone too (an end under way, or one that failed before).
+    end_job_cgroup(self, [self, reply] {
+      kill_session(self);
+      when_output_final(self, [self, reply] { reply_status(self, reply); });
+    });
     return;
   }
   auto g = guard_answer(self, reply, seconds_ms(req.grace_s) + std::chrono::seconds(10));
@@ -1267,6 +1336,8 @@ job_actor_type::behavior_type job_actor(job_actor_type::stateful_pointer<job_sta
   st.dir = io::fs::join(st.cfg.state_dir, "jobs/" + st.row.job_id);
   st.files = io::fs::job_dir(st.dir);
   st.output_abs = io::fs::join(st.cfg.state_dir, st.row.output_path);
+  if (!st.cfg.cgroup_root.empty())
+    st.cgroup = io::sandbox::cgroups::job_path(st.cfg.cgroup_root, st.row.job_id);
   st.shown_live_status = done(self) ? job_status::running : st.row.status;
   self->set_down_handler([self](caf::down_msg& dm) {
     auto& streams = self->state.streams;

@@ -30,6 +30,7 @@ struct job_peers {
   cleanup_worker_actor cleanup;
   metrics_registry_actor metrics;  // told of starts, final output sizes and input
   event_log_actor log;             // lifecycle events and warnings, one line each
+  cgroup_reaper_actor reaper;      // ends the job's cgroup (extensions.md §E5)
 };
 
 struct job_state {
@@ -112,6 +113,15 @@ struct job_state {
     held_answer reply;
   };
   std::vector<held_request> during_removal;
+
+  // The job's cgroup (extensions.md §E5): its path ("" without containment), whether it
+  // exists as far as this actor knows (made by the start, or found at recovery), and what
+  // waits for its end. It is ended when the job's row turns terminal (after a terminate's
+  // grace, for a terminate), and before a delete removes the row.
+  std::string cgroup;
+  bool cgroup_exists = false;
+  bool cgroup_ending = false;
+  std::vector<std::function<void()>> after_cgroup_end;
 
   // terminate in progress: answered when the session is gone or the grace ran out (D9)
   bool terminating = false;

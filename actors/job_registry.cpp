@@ -11,6 +11,7 @@
 
 #include "io/fs/files.hpp"
 #include "io/fs/home_views.hpp"
+#include "io/sandbox/cgroups.hpp"
 #include "io/sandbox/path_rules.hpp"
 #include "io/text/clock.hpp"
 
@@ -201,6 +202,30 @@ void remove_orphan_dirs(self_ptr self, const std::vector<job_row>& rows) {
   io::fs::prune_home_views(self->state.cfg.state_dir, known);
 }
 
+// E5: a job cgroup under our root whose job has no row (a delete that a crash cut short
+// between the row's removal and the cgroup's) holds nothing any API call can reach: it is
+// killed and removed. A job with a row ends its own cgroup (its actor decides, at
+// recovery, whether the job still runs).
+void end_orphan_cgroups(self_ptr self, const std::vector<job_row>& rows) {
+  const auto& root = self->state.cfg.cgroup_root;
+  if (root.empty()) return;
+  std::set<std::string> known;
+  for (auto& r : rows) known.insert(r.job_id);
+  for (const auto& id : io::sandbox::cgroups::job_ids(root)) {
+    if (known.count(id) || self->state.jobs.count(id)) continue;
+    const auto path = io::sandbox::cgroups::job_path(root, id);
+    self->request(self->state.peers.reaper, caf::infinite, end_cgroup{path})
+        .then([self, path](cgroup_ended& r) {
+          self->send(self->state.peers.log,
+                     r.ok ? log_event{io::log::level::info, "orphan job cgroup ended",
+                                      {{"event", "cgroup_orphan_ended"}, {"cgroup", path}}}
+                          : log_event{io::log::level::warn,
+                                      "orphan job cgroup " + path + " not ended: " + r.error,
+                                      {{"cgroup", path}}});
+        });
+  }
+}
+
 // A request about one job goes to its actor, which answers the requester (delegation).
 template <class Request, class Reply>
 auto to_job(self_ptr self) {
@@ -266,12 +291,13 @@ auto wait_for_recovery() {
 job_registry_actor::behavior_type job_registry(
     job_registry_actor::stateful_pointer<job_registry_state> self, job_settings cfg,
     job_store_actor store, tmux_server_actor tmux, fs_watcher_actor watcher,
-    cleanup_worker_actor cleanup, metrics_registry_actor metrics, event_log_actor log) {
+    cleanup_worker_actor cleanup, metrics_registry_actor metrics, event_log_actor log,
+    cgroup_reaper_actor reaper) {
   auto& st = self->state;
   st.cfg = std::move(cfg);
   st.peers = job_peers{std::move(store), std::move(tmux), std::move(watcher),
                        caf::actor_cast<job_registry_actor>(self), std::move(cleanup),
-                       std::move(metrics), std::move(log)};
+                       std::move(metrics), std::move(log), std::move(reaper)};
   // Recovering: until every row has its actor, job requests wait in the mailbox
   // (caf::skip) instead of meeting a half-built registry; then `serving` takes over and
   // the skipped requests are handled in their order. The HTTP front (and /healthz) is
@@ -290,6 +316,7 @@ job_registry_actor::behavior_type job_registry(
               self->request(self->state.peers.tmux, caf::infinite, list_sessions_request{})
                   .then([self, rp, rows](session_list& sessions) mutable {
                     remove_orphan_dirs(self, rows.rows);
+                    end_orphan_cgroups(self, rows.rows);
                     store_rows summary;
                     summary.ok = sessions.ok;
                     summary.error = sessions.error;

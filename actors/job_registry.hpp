@@ -24,6 +24,7 @@ struct job_registry_state {
 job_registry_actor::behavior_type job_registry(
     job_registry_actor::stateful_pointer<job_registry_state> self, job_settings cfg,
     job_store_actor store, tmux_server_actor tmux, fs_watcher_actor watcher,
-    cleanup_worker_actor cleanup, metrics_registry_actor metrics, event_log_actor log);
+    cleanup_worker_actor cleanup, metrics_registry_actor metrics, event_log_actor log,
+    cgroup_reaper_actor reaper);
 
 }  // namespace shellctl::actors

@@ -331,6 +331,16 @@ struct kill_groups_naming {
   std::string owner;
 };
 
+// ---------------------------------------------------------------- cgroup_reaper
+// Ends a job's cgroup (extensions.md §E5): cgroup.kill, populated 0, rmdir.
+struct end_cgroup {
+  std::string path;
+};
+struct cgroup_ended {
+  bool ok = true;
+  std::string error;
+};
+
 // ---------------------------------------------------------------- retention
 struct gc_tick {};
 struct collect_jobs {
@@ -490,6 +500,8 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::recover_all)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::shutdown_jobs)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::remove_tree)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::kill_groups_naming)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::end_cgroup)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::cgroup_ended)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::gc_tick)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::collect_jobs)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::collect_if_expired)

@@ -13,6 +13,7 @@
 #include "actors/api_edge.hpp"
 #include "actors/api_front.hpp"
 #include "actors/api_views.hpp"
+#include "actors/cgroup_reaper.hpp"
 #include "actors/cleanup_worker.hpp"
 #include "actors/event_log.hpp"
 #include "actors/fs_watcher.hpp"
@@ -25,6 +26,7 @@
 #include "io/fs/file_roots.hpp"
 #include "io/fs/files.hpp"
 #include "io/http/server.hpp"
+#include "io/sandbox/cgroups.hpp"
 #include "io/sandbox/landlock.hpp"
 #include "io/sandbox/namespaces.hpp"
 #include "io/sandbox/policy.hpp"
@@ -133,7 +135,7 @@ int serve(const io::config::serve_config& cfg, const io::sandbox::namespace_prob
   const bool json_log = cfg.log_format == "json" || (cfg.log_format.empty() && ::isatty(STDERR_FILENO) != 1);
   const server_log log(json_log ? io::log::format::json : io::log::format::text,
                        static_cast<io::log::level>(std::clamp(cfg.log_level, 0, 3)));
-  const std::string sandbox_text = describe_sandbox(cfg, probe, log);
+  std::string sandbox_text = describe_sandbox(cfg, probe, log);
   job_settings js;
   try {
     // The state dir by its real path. A job's sandbox mounts its new root on the job's own
@@ -155,6 +157,33 @@ int serve(const io::config::serve_config& cfg, const io::sandbox::namespace_prob
   js.runner_policy_env = cfg.isolation_env;
   js.runner_policy_env.emplace_back("SHELLCTL_STATE_DIR", js.state_dir);
   js.isolation = cfg.isolation;
+
+  // E5: the job root, decided once. A root that was asked for and cannot be used, or
+  // limits without their controllers, stop startup; finding none by detection is the
+  // fallback (process group and session), said once here.
+  io::sandbox::cgroups::root_choice root;
+  {
+    std::string err;
+    if (!io::sandbox::cgroups::choose_root(cfg.cgroup_root, js.state_dir, root, err) ||
+        !io::sandbox::cgroups::prepare_limits(root.path, cfg.job_limits, err)) {
+      log.say(io::log::level::error, "shellctl: initialize: " + err);
+      io::sandbox::cgroups::release_root(root);
+      return 1;
+    }
+    js.cgroup_root = root.path;
+    js.job_limits = cfg.job_limits;
+    if (root.path.empty()) {
+      if (cfg.cgroup_root != "none")
+        log.say(io::log::level::warn,
+                "shellctl: warning: no cgroup v2 containment (" + root.why_none +
+                    "): a job is ended by its process group and session (and its PID namespace), "
+                    "so a daemon it started without namespaces can outlive it");
+      sandbox_text += ", no cgroup containment";
+    } else {
+      sandbox_text += ", cgroup " + root.path;
+      js.runner_policy_env.emplace_back("SHELLCTL_JOB_CGROUP_ROOT", root.path);
+    }
+  }
 
   std::shared_ptr<io::store::jobs_db> db;
   try {
@@ -190,7 +219,8 @@ int serve(const io::config::serve_config& cfg, const io::sandbox::namespace_prob
   auto cleanup = sys.spawn<caf::detached>(cleanup_worker);
   auto metrics = sys.spawn<caf::detached>(metrics_registry, store);
   auto events = sys.spawn<caf::detached>(event_log, event_log_settings{log.format(), log.min_level()});
-  auto registry = sys.spawn(job_registry, js, store, tmux, watcher, cleanup, metrics, events);
+  auto reaper = sys.spawn<caf::detached>(cgroup_reaper, cgroup_reaper_settings{});
+  auto registry = sys.spawn(job_registry, js, store, tmux, watcher, cleanup, metrics, events, reaper);
   // One edge per scheduler thread: decoding bodies and encoding answers (output windows of
   // up to 512 KiB) then runs in parallel; the edges hold no state, so any request may go to
   // any of them (the front deals them out in turn).
@@ -219,6 +249,7 @@ int serve(const io::config::serve_config& cfg, const io::sandbox::namespace_prob
     caf::anon_send(tmux, shutdown_jobs{});
     caf::anon_send(store, shutdown_jobs{});
     caf::anon_send(cleanup, shutdown_jobs{});
+    caf::anon_send(reaper, shutdown_jobs{});
     caf::anon_send(metrics, shutdown_jobs{});
     caf::anon_send(events, shutdown_jobs{});
   };
@@ -262,7 +293,8 @@ int serve(const io::config::serve_config& cfg, const io::sandbox::namespace_prob
   const std::string token = cfg.token;
   const int abi = io::sandbox::landlock_abi();
   const std::string info = server_info_json(
-      {SHELLCTL_VERSION, cfg.isolation && abi > 0 ? std::optional<int>(abi) : std::nullopt, false});
+      {SHELLCTL_VERSION, cfg.isolation && abi > 0 ? std::optional<int>(abi) : std::nullopt,
+       !js.cgroup_root.empty()});
   http_cfg.head_check = [token, info](io::http::request& head) -> std::optional<io::http::response> {
     auto verdict = check_at_front(head, token, info);
     if (auto* answer = std::get_if<io::http::response>(&verdict)) {
@@ -340,6 +372,7 @@ int serve(const io::config::serve_config& cfg, const io::sandbox::namespace_prob
   caf::anon_send_exit(startup, caf::exit_reason::user_shutdown);
   caf::scoped_actor{sys}->wait_for(startup);
   stop_all();
+  io::sandbox::cgroups::release_root(root);
   return rc;
 }
 

@@ -6,6 +6,8 @@
 #include <utility>
 #include <vector>
 
+#include "io/sandbox/cgroups.hpp"
+
 namespace shellctl::actors {
 
 struct job_settings {
@@ -26,6 +28,10 @@ struct job_settings {
   // The sandbox settings from the server's own environment (decision D7) and the state dir,
   // handed to the runner with `tmux new-session -e NAME=value`.
   std::vector<std::pair<std::string, std::string>> runner_policy_env;
+  // Whole-tree containment (extensions.md §E5): the job root ("" = none: the process
+  // group and session fallback) and the limits each job cgroup gets.
+  std::string cgroup_root;
+  io::sandbox::cgroups::job_limits job_limits;
   std::chrono::milliseconds pipe_ready_timeout{10000};
   // How long a PTY job whose runner exited may wait for the output pipe's finalizer
   // before the exit is recorded without it (decision D8: never stuck).

@@ -20,13 +20,17 @@
                    sandbox (path isolation on), namespaces without path isolation, and no
                    sandbox at all (SHELLCTL_ENABLE_PATH_ISOLATION=false,
                    SHELLCTL_JOB_NAMESPACES=off, the original's unsandboxed jobs)
+  containment      RunEcho p50 with each job in a cgroup of its own (the detected root,
+                   extensions.md §E5) and without (--cgroup-root none), interleaved with
+                   the tmux floor: both as ratios to the floor, and what containment adds
 
   --compare DIR    instead of the above: RunEcho of another build (DIR holds its shellctl
                    and helpers, e.g. a checkout's build/bin) and of this one, side by side,
                    interleaved: p50/p95 and timelines of both, and 8 parallel clients each;
                    the "old -> new" figures of the README come from it
 
-Usage: jobs_bench.py [path/to/shellctl] [--quick] [--sandbox-only] [--compare DIR]
+Usage: jobs_bench.py [path/to/shellctl] [--quick] [--sandbox-only] [--containment-only]
+                     [--compare DIR]
 """
 import concurrent.futures
 import os
@@ -328,6 +332,38 @@ def sandbox_cost(report):
             s.reap()
 
 
+def containment_cost(report, goal):
+    """RunEcho on two otherwise equal servers, with whole-tree containment (a cgroup per job:
+    mkdir, the runner's child entering it, cgroup.kill + populated 0 + rmdir at the end)
+    and without, and the bare tmux floor, one of each in turn (the machine's drift hits all
+    three alike)."""
+    servers = [Server(), Server(args=["--cgroup-root", "none"])]
+    floor = CliFloor()
+    try:
+        if "cgroup /" not in servers[0].read_stderr():
+            report("RunEcho p50 with / without cgroup containment",
+                   "not measured: this machine gives the server no cgroup v2 root")
+            return
+        times = ([], [], [])
+        for s in servers:
+            run_echo(s)  # warm-up
+        for _ in range(N_SEQ):
+            times[0].append(run_echo(servers[0]))
+            times[1].append(run_echo(servers[1]))
+            times[2].append(floor.one())
+        with_cg, without, fl = (statistics.median(t) for t in times)
+        report("RunEcho p50 with / without cgroup containment",
+               f"{ms(with_cg)} / {ms(without)} (+{ms(with_cg - without)})")
+        report("  as ratios to the tmux floor p50 " + ms(fl),
+               f"{with_cg / fl:.2f}x / {without / fl:.2f}x")
+        goal("containment's added RunEcho p50 / 1 ms", (with_cg - without) / 0.001, 1.0)
+    finally:
+        floor.close()
+        for s in servers:
+            s.close()
+            s.reap()
+
+
 def compare(report, old_dir):
     """The same RunEcho on an older build and on this one, one job each in turn."""
     names = ("old", "new")
@@ -405,8 +441,13 @@ def main():
     if "--compare" in sys.argv:
         compare(report, sys.argv[sys.argv.index("--compare") + 1])
         return
-    sandbox_cost(report)
-    if "--sandbox-only" in sys.argv:
+    if "--containment-only" not in sys.argv:
+        sandbox_cost(report)
+    if "--sandbox-only" not in sys.argv:
+        containment_cost(report, goal)
+    if "--sandbox-only" in sys.argv or "--containment-only" in sys.argv:
+        for line in goals:
+            print("  " + line)
         return
     state_dir_filesystem(report)
 
@@ -510,7 +551,7 @@ def main():
     print("\nsummary")
     for name, value in figures:
         print(f"  {name:<52} {value}")
-    print("\ngoals (issue 15; ratios within this run)")
+    print("\ngoals (issues 15 and 16; ratios within this run)")
     for line in goals:
         print("  " + line)
 

@@ -37,6 +37,7 @@ int parent_main(const std::vector<std::string>& args) {
   }
   proc::parent_options opts;
   opts.job_dir = args[0];
+  opts.job_id = args[1];
   opts.cwd = args[2];
   const std::string mode = args.size() > 3 ? args[3] : "pty";
   if (auto m = shellctl::io::store::parse_mode(mode)) {

@@ -17,6 +17,9 @@ namespace {
 
 const char* usage_text =
     "Usage: shellctl serve [flags]\n"
+    "  -cgroup-root string\n"
+    "    \tcgroup v2 directory for the jobs' cgroups, or \"none\" (default $SHELLCTL_CGROUP_ROOT,\n"
+    "    \telse the server's own cgroup when it is writable)\n"
     "  -listen string\n"
     "    \taddress to listen on (default \"127.0.0.1:8765\")\n"
     "  -log-format string\n"
@@ -42,6 +45,11 @@ const char* environment_text =
     "  SHELLCTL_LANDLOCK_RW_DEV_PATHS   device files jobs may use (default /dev/null,/dev/zero,\n"
     "                                   /dev/urandom,/dev/random,/dev/tty)\n"
     "  SHELLCTL_JOB_NAMESPACES          \"auto\" (default) or \"off\" (needs isolation off)\n"
+    "  SHELLCTL_CGROUP_ROOT             cgroup v2 directory for job cgroups when -cgroup-root is\n"
+    "                                   empty; \"none\": no containment (default: detect)\n"
+    "  SHELLCTL_JOB_MEMORY_MAX          per-job memory.max (needs the memory controller)\n"
+    "  SHELLCTL_JOB_PIDS_MAX            per-job pids.max (needs the pids controller)\n"
+    "  SHELLCTL_JOB_CPU_MAX             per-job cpu.max, \"QUOTA PERIOD\" (needs the cpu controller)\n"
     "  SHELLCTL_RESULT_RETENTION        keep finished jobs this long (Go duration, default 24h)\n"
     "  SHELLCTL_GC_INTERVAL             retention sweep interval (default 60s)\n"
     "  SHELLCTL_SNAPSHOT_TIMEOUT        snapshot I/O deadline (default 45s)\n"
@@ -151,7 +159,7 @@ parse_result parse_serve(int argc, char** argv, char** envp, serve_config& out,
     message = "Usage: shellctl serve [flags]\n";
     return parse_result::exit_ok;
   }
-  std::optional<std::string> listen, state_dir, token;
+  std::optional<std::string> listen, state_dir, token, cgroup_root;
   bool require_token = false;
   // Go's flag syntax (io/text/go_flags.hpp), after the "serve" subcommand.
   text::go_flag_reader flags(argc, argv, 2);
@@ -184,7 +192,7 @@ parse_result parse_serve(int argc, char** argv, char** envp, serve_config& out,
       continue;
     }
     if (name != "listen" && name != "state-dir" && name != "token" && name != "log-format" &&
-        name != "log-level") {
+        name != "log-level" && name != "cgroup-root") {
       message = "flag provided but not defined: -" + name + "\n" + usage_text;
       return parse_result::exit_usage_error;
     }
@@ -195,6 +203,7 @@ parse_result parse_serve(int argc, char** argv, char** envp, serve_config& out,
     if (name == "listen") listen = value;
     if (name == "state-dir") state_dir = value;
     if (name == "token") token = value;
+    if (name == "cgroup-root") cgroup_root = value;
     if (name == "log-format") {
       if (*value != "text" && *value != "json") {
         message = "invalid value \"" + *value + "\" for flag -log-format: want text or json\n" +
@@ -277,6 +286,40 @@ parse_result parse_serve(int argc, char** argv, char** envp, serve_config& out,
               "SHELLCTL_ENABLE_PATH_ISOLATION=false: path isolation runs every job in its own "
               "namespaces\n";
     return parse_result::exit_config_error;
+  }
+  // E5: a non-empty flag wins over the environment, as --token does.
+  out.cgroup_root = cgroup_root && !cgroup_root->empty()
+                        ? *cgroup_root
+                        : (env.count("SHELLCTL_CGROUP_ROOT") ? env["SHELLCTL_CGROUP_ROOT"] : "");
+  if (blank(out.cgroup_root)) out.cgroup_root.clear();
+  if (!out.cgroup_root.empty() && out.cgroup_root != "none" && out.cgroup_root[0] != '/') {
+    message = "shellctl: config: cgroup root \"" + out.cgroup_root +
+              "\": must be an absolute path or \"none\"\n";
+    return parse_result::exit_config_error;
+  }
+  struct limit_setting {
+    const char* name;
+    std::string* value;
+    bool (*valid)(const std::string&);
+    const char* syntax;
+  };
+  const limit_setting limits[] = {
+      {"SHELLCTL_JOB_MEMORY_MAX", &out.job_limits.memory_max, sandbox::cgroups::valid_memory_max,
+       "\"max\" or bytes with an optional K, M, G or T suffix"},
+      {"SHELLCTL_JOB_PIDS_MAX", &out.job_limits.pids_max, sandbox::cgroups::valid_pids_max,
+       "\"max\" or a positive number of processes"},
+      {"SHELLCTL_JOB_CPU_MAX", &out.job_limits.cpu_max, sandbox::cgroups::valid_cpu_max,
+       "\"QUOTA PERIOD\" in microseconds (QUOTA may be \"max\"), e.g. \"50000 100000\""},
+  };
+  for (const auto& l : limits) {
+    auto it = env.find(l.name);
+    if (it == env.end() || blank(it->second)) continue;
+    if (!l.valid(it->second)) {
+      message = std::string("shellctl: config: ") + l.name + ": must be " + l.syntax + ", got \"" +
+                it->second + "\"\n";
+      return parse_result::exit_config_error;
+    }
+    *l.value = it->second;
   }
   return parse_result::run;
 }

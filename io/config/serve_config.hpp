@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "io/sandbox/cgroups.hpp"
+
 namespace shellctl::io::config {
 
 struct serve_config {
@@ -29,6 +31,12 @@ struct serve_config {
   std::size_t max_buffered_bytes = 256u << 20;
   bool isolation = true;   // SHELLCTL_ENABLE_PATH_ISOLATION: unset or exactly "true"
   bool namespaces = true;  // SHELLCTL_JOB_NAMESPACES: "auto" (default) or "off"
+  // Whole-tree containment (extensions.md §E5): --cgroup-root or SHELLCTL_CGROUP_ROOT
+  // ("" = detect, "none" = off; io/sandbox/cgroups.hpp), and the optional per-job limits
+  // SHELLCTL_JOB_MEMORY_MAX, SHELLCTL_JOB_PIDS_MAX, SHELLCTL_JOB_CPU_MAX (syntax checked
+  // here; their controllers at startup).
+  std::string cgroup_root;
+  sandbox::cgroups::job_limits job_limits;
   // The environment the tmux server starts with (decision D10): ours minus TMUX* and
   // SHELLCTL_*.
   std::vector<std::string> tmux_env;

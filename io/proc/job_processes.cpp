@@ -95,9 +95,24 @@ std::vector<pid_t> job_processes(pid_t runner, const std::string& owner) {
   });
 }
 
-std::size_t signal_job_processes(pid_t runner, const std::string& owner, int signo) {
+std::vector<pid_t> cgroup_job_processes(pid_t runner, const std::vector<pid_t>& members) {
+  long init = 0;
+  if (runner > 1) {
+    const auto runner_ns = pid_namespace_of(runner);
+    for (long child : children_of(runner)) {
+      const auto ns = pid_namespace_of(child);
+      if (ns && runner_ns && *ns != *runner_ns) init = child;
+    }
+  }
+  std::vector<pid_t> out;
+  for (pid_t pid : members)
+    if (pid != init) out.push_back(pid);
+  return out;
+}
+
+std::size_t signal_processes(const std::vector<pid_t>& pids, int signo) {
   std::size_t n = 0;
-  for (pid_t pid : job_processes(runner, owner))
+  for (pid_t pid : pids)
     if (::kill(pid, signo) == 0) ++n;
   return n;
 }

@@ -1,6 +1,7 @@
 #pragma once
-// The processes of a running job, found in /proc from its pane's process (the runner), for
-// the signal route (extensions.md §E4) until jobs have cgroups of their own (§E5).
+// The processes of a running job, for the signal route (extensions.md §E4) and activity
+// (§E6): from its cgroup when it has one (§E5), else found in /proc from its pane's
+// process (the runner), as follows.
 //
 // With job namespaces the runner's child is PID 1 of the job's own PID namespace, and
 // every other process in that namespace is the job's: one that calls setsid() or forks
@@ -22,7 +23,13 @@ std::optional<std::string> cmdline_of(long pid);
 // job whose directory is `owner` (its pid was reused, or it is gone).
 std::vector<pid_t> job_processes(pid_t runner, const std::string& owner);
 
-// Sends `signo` to each of job_processes(); returns how many took it.
-std::size_t signal_job_processes(pid_t runner, const std::string& owner, int signo);
+// The job's processes when it has a cgroup (extensions.md §E5): its `members`
+// (cgroup.procs) without the namespaced init, i.e. the runner's child when that child is in
+// a PID namespace of its own (it forwards INT, TERM and HUP itself). The cgroup holds every
+// process the job started, wherever it moved in its sessions and groups.
+std::vector<pid_t> cgroup_job_processes(pid_t runner, const std::vector<pid_t>& members);
+
+// Sends `signo` to each of `pids`; returns how many took it.
+std::size_t signal_processes(const std::vector<pid_t>& pids, int signo);
 
 }  // namespace shellctl::io::proc

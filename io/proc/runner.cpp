@@ -29,6 +29,7 @@
 #include "io/proc/job_world.hpp"
 #include "io/proc/runner_inotify.hpp"
 #include "io/sandbox/capabilities.hpp"
+#include "io/sandbox/cgroups.hpp"
 #include "io/sandbox/landlock.hpp"
 #include "io/sandbox/namespaces.hpp"
 #include "io/sandbox/path_rules.hpp"
@@ -293,6 +294,14 @@ sandbox_step namespaced_step(const sandbox_settings& sb, const sandbox::path_pol
 // PID 1 of the job's namespaces: plan, build the world, start the job, then be its init.
 int init_role(const parent_options& opts, const std::string& script, int status_fd) {
   const auto& sb = opts.sandbox;
+  // In the job's cgroup already (E5): rooted there, nothing of the job can leave it.
+  if (!sb.cgroup_root.empty()) {
+    std::string err;
+    if (!sandbox::new_cgroup_namespace(err)) {
+      diag("cgroup", err);
+      return kExitSetupFailed;
+    }
+  }
   child_plan plan;
   if (const int rc = plan_child(script, opts.cwd, sb, plan); rc != 0) return rc;
   char buf[PATH_MAX];
@@ -386,6 +395,27 @@ class child_process {
       environ = c_env.data();
     };
 
+    // The job's cgroup (E5): opened here, entered by our child as its first step, so
+    // that every process of the job is born inside it. A job that should be contained
+    // and cannot be does not run (125).
+    int cgroup_procs = -1;
+    if (!opts_.sandbox.cgroup_root.empty()) {
+      std::string err;
+      const auto path = sandbox::cgroups::job_path(opts_.sandbox.cgroup_root, opts_.job_id);
+      if (opts_.job_id.empty() || (cgroup_procs = sandbox::cgroups::open_procs(path, err)) < 0)
+        return refuse("cgroup", opts_.job_id.empty() ? "no job id" : err);
+    }
+    // In the child, after gate_latch::enter (so that a failure is said at the gate).
+    auto enter_cgroup = [&] {
+      if (cgroup_procs < 0) return;
+      if (!sandbox::cgroups::enter(cgroup_procs)) {
+        diag("cgroup", "enter " + sandbox::cgroups::job_path(opts_.sandbox.cgroup_root, opts_.job_id) +
+                           ": " + errno_text(errno));
+        ::_exit(gate_latch::fail(kExitSetupFailed));
+      }
+      ::close(cgroup_procs);
+    };
+
     // The start gate's latch: the child builds the job's sandbox while we wait for the
     // gate, and only its execve waits for our word (io/proc/gate_latch.hpp).
     int latch[2];
@@ -409,6 +439,7 @@ class child_process {
         ::close(latch[0]);
         enter_job_side();
         gate_latch::enter(latch[1]);
+        enter_cgroup();  // before init forks the job's process
         char go = 0;
         if (::read(sync[0], &go, 1) != 1) ::_exit(gate_latch::fail(kExitSetupFailed));
         ::close(sync[0]);
@@ -448,10 +479,12 @@ class child_process {
         ::close(latch[0]);
         enter_job_side();
         gate_latch::enter(latch[1]);
+        enter_cgroup();
         ::_exit(gate_latch::fail(plain_role(opts_, script)));
       }
     }
     ::close(latch[1]);
+    if (cgroup_procs >= 0) ::close(cgroup_procs);
     if (stdio) {
       ::close(dev_null);
       ::close(out_pipe[1]);
@@ -841,6 +874,7 @@ sandbox_settings sandbox_from_env(const char* (*get)(const char*)) {
     sb.state_dir = ::realpath(s, buf) != nullptr ? buf : "";
   if (const char* h = get("HOME"); h != nullptr && *h != '\0')
     sb.server_home = ::realpath(h, buf) != nullptr ? buf : h;
+  if (const char* c = get("SHELLCTL_JOB_CGROUP_ROOT"); c != nullptr) sb.cgroup_root = c;
   return sb;
 }
 

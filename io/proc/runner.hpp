@@ -33,10 +33,14 @@ struct sandbox_settings {
   bool namespaces = true;
   std::string state_dir;    // canonical state dir (SHELLCTL_STATE_DIR); "" = unknown
   std::string server_home;  // the runner's own HOME, i.e. the server's (canonical)
+  // The server's job cgroup root (SHELLCTL_JOB_CGROUP_ROOT, extensions.md §E5): the job's
+  // first process enters <root>/job-<id> before anything of the job runs; "" = none.
+  std::string cgroup_root;
 };
 
 struct parent_options {
   std::string job_dir;
+  std::string job_id;
   std::string cwd;
   job_mode mode = job_mode::pty;
   sandbox_settings sandbox;

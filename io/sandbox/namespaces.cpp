@@ -70,6 +70,12 @@ bool map_ids(pid_t child, uid_t uid, gid_t gid, std::string& err) {
                          err);
 }
 
+bool new_cgroup_namespace(std::string& err) {
+  if (::unshare(CLONE_NEWCGROUP) == 0) return true;
+  err = std::string("unshare(cgroup namespace): ") + std::strerror(errno);
+  return false;
+}
+
 bool namespaces_available(std::string& why) {
   int sync[2];
   if (::pipe2(sync, O_CLOEXEC) != 0) {

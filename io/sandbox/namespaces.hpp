@@ -22,6 +22,12 @@ ns_clone clone_into_namespaces(std::string& err);
 // owners and the job keeps the uid the server runs as. Written by the parent.
 bool map_ids(pid_t child, uid_t uid, gid_t gid, std::string& err);
 
+// A cgroup namespace rooted at the caller's cgroup (the job's own, extensions.md §E5): the
+// job then sees its cgroup as "/", and the kernel refuses to move any of its processes to
+// a cgroup outside it, even where a cgroup file system is in reach. For the job's PID 1,
+// after it entered the job's cgroup. False with `err`.
+bool new_cgroup_namespace(std::string& err);
+
 // Whether this process can create the namespaces (forks a short-lived child that tries);
 // used once at startup to say so. On false `why` holds the kernel's reason.
 // Call it while the process is still dumpable: the child inherits a cleared dumpable

@@ -141,10 +141,24 @@ class Server:
             self.stop(signal.SIGKILL)
         finally:
             self.tmux("kill-server")
+            self.release_cgroup_root()
             if self.stderr:
                 self.stderr.close()
             if not self.keep_dirs:
                 shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def release_cgroup_root(self):
+        """A killed server leaves its detected job root (shellctl-<hash> in its own cgroup;
+        a stopped one removes it itself): removed here once empty, so that test runs do not
+        pile them up. Best effort; a given root is the test's own business."""
+        import re
+        m = re.search(r"\), cgroup (/[^,\s\"]+)", self.read_stderr())
+        if m and os.path.basename(m.group(1)).startswith("shellctl-") and \
+                not os.path.basename(m.group(1)).startswith("shellctl-e2e-"):
+            try:
+                os.rmdir(m.group(1))
+            except OSError:
+                pass
 
     def __enter__(self):
         return self

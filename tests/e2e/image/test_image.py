@@ -305,6 +305,9 @@ class Image(unittest.TestCase):
 
         journal = sh("journalctl -u shellctl --no-pager -o cat").stdout
         self.assertIn("own namespaces", journal)
+        # Delegate=yes: the unit's own cgroup belongs to its user, so each job gets one.
+        self.assertRegex(journal, r"\), cgroup /sys/fs/cgroup/[^,]*shellctl\.service/shellctl-", journal)
+        self.assertEqual(api("GET", "/v1/info")["isolation"]["cgroup"], "v2")
         self.assertIn('"msg":"job","event":"exited"', journal)  # JSON lines: stderr is no terminal
 
         running = api("POST", "/v1/jobs/run", {"script": "sleep 300", "timeout": 0.2})

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "actors/cgroup_reaper.hpp"
 #include "actors/cleanup_worker.hpp"
 #include "actors/event_log.hpp"
 #include "actors/job_registry.hpp"
@@ -112,6 +113,7 @@ struct fixture {
   tmux_server_actor tmux;
   fs_watcher_actor watcher;
   cleanup_worker_actor cleanup;
+  cgroup_reaper_actor reaper;  // idle here: these jobs have no cgroup (js.cgroup_root "")
   metrics_registry_actor metrics;
   event_log_actor events;
 
@@ -130,6 +132,7 @@ struct fixture {
       caf::anon_send(tmux, shutdown_jobs{});
       caf::anon_send(watcher, shutdown_jobs{});
       caf::anon_send(cleanup, shutdown_jobs{});
+      caf::anon_send(reaper, shutdown_jobs{});
       caf::anon_send(metrics, shutdown_jobs{});
       caf::anon_send(events, shutdown_jobs{});
       sched->run();
@@ -211,10 +214,11 @@ struct fixture {
     tmux = sys->spawn(tmux_stand_in, alive_sessions, &seen);
     watcher = sys->spawn(watcher_stand_in, &seen);
     cleanup = sys->spawn(cleanup_worker);
+    reaper = sys->spawn(cgroup_reaper, cgroup_reaper_settings{});
     metrics = sys->spawn(metrics_registry, store_actor);
     // The log is off: these tests read answers, not stderr (tests/e2e/http/test_logs.py does).
     events = sys->spawn(event_log, event_log_settings{shellctl::io::log::format::off, {}});
-    registry = sys->spawn(job_registry, js, store_actor, tmux, watcher, cleanup, metrics, events);
+    registry = sys->spawn(job_registry, js, store_actor, tmux, watcher, cleanup, metrics, events, reaper);
     sched->run();
   }
 

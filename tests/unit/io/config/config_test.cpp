@@ -107,3 +107,41 @@ TEST_CASE("tmux environment drops TMUX* and SHELLCTL_* (D10); isolation settings
   CHECK(o.cfg.isolation_env[1] ==
         std::make_pair(std::string("SHELLCTL_LANDLOCK_RO_PATHS"), std::string("/usr")));
 }
+
+TEST_CASE("cgroup root (E5): a non-empty flag wins over SHELLCTL_CGROUP_ROOT; none; absolute only") {
+  CHECK(parse({"serve"}, {"HOME=/h"}).cfg.cgroup_root.empty());  // detect
+  CHECK(parse({"serve"}, {"HOME=/h", "SHELLCTL_CGROUP_ROOT=/sys/fs/cgroup/x"}).cfg.cgroup_root ==
+        "/sys/fs/cgroup/x");
+  CHECK(parse({"serve", "--cgroup-root", "/a"}, {"HOME=/h", "SHELLCTL_CGROUP_ROOT=/b"}).cfg.cgroup_root == "/a");
+  CHECK(parse({"serve", "-cgroup-root=none"}, {"HOME=/h"}).cfg.cgroup_root == "none");
+  CHECK(parse({"serve", "--cgroup-root="}, {"HOME=/h", "SHELLCTL_CGROUP_ROOT=/b"}).cfg.cgroup_root == "/b");
+  CHECK(parse({"serve"}, {"HOME=/h", "SHELLCTL_CGROUP_ROOT=  "}).cfg.cgroup_root.empty());
+  auto rel = parse({"serve", "--cgroup-root", "sys/fs"}, {"HOME=/h"});
+  CHECK(rel.result == parse_result::exit_config_error);
+  CHECK(rel.message.find("must be an absolute path") != std::string::npos);
+  // The SHELLCTL_* names never reach tmux (D10).
+  for (auto& e : parse({"serve"}, {"HOME=/h", "SHELLCTL_CGROUP_ROOT=/b"}).cfg.tmux_env)
+    CHECK(e.rfind("SHELLCTL_", 0) != 0);
+}
+
+TEST_CASE("per-job limits (E5): cgroup syntax checked at startup") {
+  auto ok = parse({"serve"}, {"HOME=/h", "SHELLCTL_JOB_MEMORY_MAX=512M", "SHELLCTL_JOB_PIDS_MAX=max",
+                              "SHELLCTL_JOB_CPU_MAX=50000 100000"});
+  REQUIRE(ok.result == parse_result::run);
+  CHECK(ok.cfg.job_limits.memory_max == "512M");
+  CHECK(ok.cfg.job_limits.pids_max == "max");
+  CHECK(ok.cfg.job_limits.cpu_max == "50000 100000");
+  CHECK(ok.cfg.job_limits.any());
+  CHECK_FALSE(parse({"serve"}, {"HOME=/h"}).cfg.job_limits.any());
+  for (const char* bad : {"SHELLCTL_JOB_MEMORY_MAX=lots", "SHELLCTL_JOB_MEMORY_MAX=-1",
+                          "SHELLCTL_JOB_MEMORY_MAX=1.5G", "SHELLCTL_JOB_PIDS_MAX=0",
+                          "SHELLCTL_JOB_PIDS_MAX=12k", "SHELLCTL_JOB_CPU_MAX=half",
+                          "SHELLCTL_JOB_CPU_MAX=50000 ", "SHELLCTL_JOB_CPU_MAX=max 0"}) {
+    CAPTURE(bad);
+    auto o = parse({"serve"}, {"HOME=/h", bad});
+    CHECK(o.result == parse_result::exit_config_error);
+    CHECK(o.message.find("must be") != std::string::npos);
+  }
+  CHECK(parse({"serve"}, {"HOME=/h", "SHELLCTL_JOB_MEMORY_MAX=max", "SHELLCTL_JOB_CPU_MAX=max",
+                          "SHELLCTL_JOB_PIDS_MAX=1"}).result == parse_result::run);
+}

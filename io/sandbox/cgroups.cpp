@@ -1,0 +1,396 @@
+#include "io/sandbox/cgroups.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace shellctl::io::sandbox::cgroups {
+namespace {
+
+constexpr long kCgroup2Magic = 0x63677270;  // CGROUP2_SUPER_MAGIC (linux/magic.h)
+constexpr const char* kJobPrefix = "job-";
+
+std::string errno_text(int e) { return std::strerror(e); }
+
+bool read_file(const std::string& path, std::string& out) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  out.clear();
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::read(fd, buf, sizeof buf)) > 0) out.append(buf, static_cast<std::size_t>(n));
+  const int e = errno;
+  ::close(fd);
+  errno = e;
+  return n == 0;
+}
+
+// One write of `value` (cgroup files take a whole value per write). False with errno set.
+bool write_file(const std::string& path, const std::string& value) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const ssize_t n = ::write(fd, value.data(), value.size());
+  const int e = errno;
+  ::close(fd);
+  errno = e;
+  return n == static_cast<ssize_t>(value.size());
+}
+
+bool is_cgroup2(const std::string& path) {
+  struct statfs fs {};
+  return ::statfs(path.c_str(), &fs) == 0 && static_cast<long>(fs.f_type) == kCgroup2Magic;
+}
+
+bool all_digits(const std::string& s, std::size_t from = 0, std::size_t to = std::string::npos) {
+  if (to == std::string::npos) to = s.size();
+  if (from >= to) return false;
+  for (std::size_t i = from; i < to; ++i)
+    if (s[i] < '0' || s[i] > '9') return false;
+  return true;
+}
+
+// The cgroup2 mount and the server's own cgroup in it, from /proc/self/{mountinfo,cgroup}.
+std::optional<std::string> own_cgroup_dir(std::string& why) {
+  std::string text;
+  if (!read_file("/proc/self/cgroup", text)) {
+    why = "cannot read /proc/self/cgroup";
+    return std::nullopt;
+  }
+  std::string own;
+  bool found = false;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);)
+    if (line.rfind("0::", 0) == 0) {
+      own = line.substr(3);
+      found = true;
+    }
+  if (!found) {
+    why = "no cgroup v2 hierarchy (no 0:: line in /proc/self/cgroup)";
+    return std::nullopt;
+  }
+  std::ifstream mi("/proc/self/mountinfo");
+  for (std::string line; std::getline(mi, line);) {
+    // id parent major:minor root mountpoint options [optional...] - fstype source super
+    const auto dash = line.find(" - ");
+    if (dash == std::string::npos) continue;
+    std::istringstream tail(line.substr(dash + 3));
+    std::string fstype;
+    tail >> fstype;
+    if (fstype != "cgroup2") continue;
+    std::istringstream head(line.substr(0, dash));
+    std::string id, parent, dev, root, point;
+    head >> id >> parent >> dev >> root >> point;
+    // Our cgroup must lie beneath the mount's root to be reachable through it.
+    if (root != "/" && own != root && own.rfind(root + "/", 0) != 0) continue;
+    const std::string rel = root == "/" ? own : own.substr(root.size());
+    return rel == "/" || rel.empty() ? point : point + rel;
+  }
+  why = "cgroup2 is not mounted";
+  return std::nullopt;
+}
+
+// FNV-1a: a stable short name for a state dir (not a secret, only distinct).
+std::string short_hash(const std::string& s) {
+  std::uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  char out[17];
+  std::snprintf(out, sizeof out, "%016llx", static_cast<unsigned long long>(h));
+  return out;
+}
+
+// A usable job root: cgroup2, writable, with cgroup.kill. Creates it when missing.
+bool usable_root(const std::string& path, std::string& why) {
+  if (::mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) {
+    why = "cannot create " + path + ": " + errno_text(errno);
+    return false;
+  }
+  if (!is_cgroup2(path)) {
+    why = path + " is not a cgroup v2 directory";
+    return false;
+  }
+  if (::access(path.c_str(), W_OK) != 0 || ::access((path + "/cgroup.procs").c_str(), W_OK) != 0) {
+    why = path + " is not writable by this user: " + errno_text(errno);
+    return false;
+  }
+  if (::access((path + "/cgroup.kill").c_str(), W_OK) != 0) {
+    why = path + " has no writable cgroup.kill (Linux 5.14 or later is needed): " + errno_text(errno);
+    return false;
+  }
+  return true;
+}
+
+// rmdir of `path` and every cgroup below it, deepest first.
+bool remove_tree(const std::string& path, std::string& err) {
+  if (DIR* d = ::opendir(path.c_str())) {
+    std::vector<std::string> children;
+    while (dirent* e = ::readdir(d)) {
+      const std::string name = e->d_name;
+      if (name == "." || name == "..") continue;
+      if (e->d_type == DT_DIR) children.push_back(path + "/" + name);
+    }
+    ::closedir(d);
+    for (const auto& c : children)
+      if (!remove_tree(c, err)) return false;
+  }
+  if (::rmdir(path.c_str()) != 0 && errno != ENOENT) {
+    err = "rmdir " + path + ": " + errno_text(errno);
+    return false;
+  }
+  return true;
+}
+
+std::optional<bool> populated_from(const std::string& events) {
+  std::istringstream in(events);
+  std::string key, value;
+  while (in >> key >> value)
+    if (key == "populated") return value != "0";
+  return std::nullopt;
+}
+
+}  // namespace
+
+bool valid_memory_max(const std::string& v) {
+  if (v == "max") return true;
+  if (v.empty()) return false;
+  std::size_t end = v.size();
+  const char last = v.back();
+  if (last == 'K' || last == 'M' || last == 'G' || last == 'T' || last == 'k' || last == 'm' ||
+      last == 'g' || last == 't')
+    --end;
+  return all_digits(v, 0, end);
+}
+
+bool valid_pids_max(const std::string& v) {
+  if (v == "max") return true;
+  return all_digits(v) && v.find_first_not_of('0') != std::string::npos;
+}
+
+bool valid_cpu_max(const std::string& v) {
+  const auto space = v.find(' ');
+  const std::string quota = v.substr(0, space);
+  if (quota != "max" && !(all_digits(quota) && quota.find_first_not_of('0') != std::string::npos))
+    return false;
+  if (space == std::string::npos) return true;
+  const std::string period = v.substr(space + 1);
+  return all_digits(period) && period.find_first_not_of('0') != std::string::npos;
+}
+
+bool choose_root(const std::string& given, const std::string& state_dir, root_choice& out,
+                 std::string& err) {
+  out = root_choice{};
+  if (given == "none") {
+    out.why_none = "cgroup root \"none\"";
+    return true;
+  }
+  if (!given.empty()) {
+    if (given[0] != '/') {
+      err = "cgroup root " + given + ": must be an absolute path (or \"none\")";
+      return false;
+    }
+    std::string why;
+    if (!usable_root(given, why)) {
+      err = "cgroup root: " + why;
+      return false;
+    }
+    out.path = given;
+    return true;
+  }
+  std::string why;
+  const auto own = own_cgroup_dir(why);
+  if (!own) {
+    out.why_none = why;
+    return true;
+  }
+  if (!is_cgroup2(*own) || ::access(own->c_str(), W_OK) != 0) {
+    out.why_none = "the server's own cgroup " + *own + " is not a writable cgroup v2 directory";
+    return true;
+  }
+  const std::string root = *own + "/shellctl-" + short_hash(state_dir);
+  if (!usable_root(root, why)) {
+    out.why_none = why;
+    return true;
+  }
+  out.path = root;
+  out.detected = true;
+  return true;
+}
+
+void release_root(const root_choice& root) {
+  if (root.detected && !root.path.empty()) ::rmdir(root.path.c_str());  // EBUSY: jobs live on
+}
+
+bool prepare_limits(const std::string& root, const job_limits& limits, std::string& err) {
+  if (!limits.any()) return true;
+  std::vector<std::string> wanted;
+  if (!limits.memory_max.empty()) wanted.push_back("memory");
+  if (!limits.pids_max.empty()) wanted.push_back("pids");
+  if (!limits.cpu_max.empty()) wanted.push_back("cpu");
+  if (root.empty()) {
+    err = "per-job limits need cgroup v2 containment, which this server does not have";
+    return false;
+  }
+  // Each level from the hierarchy's root down must pass the controllers on: walk up to
+  // the first cgroup that has them enabled already (or the mount root), then enable down.
+  std::vector<std::string> chain;  // root first
+  for (std::string p = root; is_cgroup2(p);) {
+    chain.insert(chain.begin(), p);
+    const auto slash = p.rfind('/');
+    if (slash == std::string::npos || slash == 0) break;
+    p = p.substr(0, slash);
+  }
+  std::string available;
+  read_file(root + "/cgroup.controllers", available);
+  std::istringstream have(available);
+  std::vector<std::string> present;
+  for (std::string c; have >> c;) present.push_back(c);
+  std::string missing;
+  for (const auto& w : wanted) {
+    bool found = false;
+    for (const auto& p : present) found = found || p == w;
+    if (!found) missing += (missing.empty() ? "" : ", ") + w;
+  }
+  if (!missing.empty()) {
+    err = "per-job limits need the cgroup v2 controller(s) " + missing + ", which " + root +
+          " does not have (its cgroup.controllers: \"" +
+          (available.empty() ? std::string() : available.substr(0, available.find('\n'))) + "\")";
+    return false;
+  }
+  for (std::size_t i = 0; i < chain.size(); ++i) {
+    std::string enabled;
+    read_file(chain[i] + "/cgroup.subtree_control", enabled);
+    for (const auto& w : wanted) {
+      if (enabled.find(w) != std::string::npos) continue;
+      if (!write_file(chain[i] + "/cgroup.subtree_control", "+" + w)) {
+        err = "cannot enable the " + w + " controller in " + chain[i] +
+              "/cgroup.subtree_control: " + errno_text(errno) +
+              (errno == EBUSY ? " (that cgroup holds processes: give the server a delegated "
+                                "--cgroup-root whose processes live in a leaf of their own)"
+                              : "");
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+std::string job_path(const std::string& root, const std::string& job_id) {
+  return root + "/" + kJobPrefix + job_id;
+}
+
+std::vector<std::string> job_ids(const std::string& root) {
+  std::vector<std::string> out;
+  DIR* d = ::opendir(root.c_str());
+  if (!d) return out;
+  const std::string prefix = kJobPrefix;
+  while (dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    if (e->d_type == DT_DIR && name.size() > prefix.size() && name.rfind(prefix, 0) == 0)
+      out.push_back(name.substr(prefix.size()));
+  }
+  ::closedir(d);
+  return out;
+}
+
+bool exists(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+bool create(const std::string& path, const job_limits& limits, std::string& err) {
+  if (::mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) {
+    err = "mkdir " + path + ": " + errno_text(errno);
+    return false;
+  }
+  const std::pair<const char*, const std::string*> settings[] = {
+      {"memory.max", &limits.memory_max}, {"pids.max", &limits.pids_max}, {"cpu.max", &limits.cpu_max}};
+  for (const auto& [file, value] : settings) {
+    if (value->empty()) continue;
+    if (!write_file(path + "/" + file, *value)) {
+      err = "write " + path + "/" + file + ": " + errno_text(errno);
+      return false;
+    }
+  }
+  return true;
+}
+
+int open_procs(const std::string& path, std::string& err) {
+  const int fd = ::open((path + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) err = "open " + path + "/cgroup.procs: " + errno_text(errno);
+  return fd;
+}
+
+bool enter(int procs_fd) { return ::write(procs_fd, "0", 1) == 1; }
+
+std::optional<bool> populated(const std::string& path) {
+  std::string text;
+  if (!read_file(path + "/cgroup.events", text)) return std::nullopt;
+  return populated_from(text);
+}
+
+std::vector<pid_t> procs(const std::string& path) {
+  std::vector<pid_t> out;
+  std::string text;
+  if (!read_file(path + "/cgroup.procs", text)) return out;
+  std::istringstream in(text);
+  for (long pid; in >> pid;) out.push_back(static_cast<pid_t>(pid));
+  return out;
+}
+
+bool end(const std::string& path, std::chrono::milliseconds bound, std::string& err) {
+  const int events = ::open((path + "/cgroup.events").c_str(), O_RDONLY | O_CLOEXEC);
+  if (events < 0) {
+    if (errno == ENOENT) return true;  // no such cgroup: nothing to end
+    err = "open " + path + "/cgroup.events: " + errno_text(errno);
+    return false;
+  }
+  bool ok = true;
+  if (!write_file(path + "/cgroup.kill", "1")) {
+    err = "write " + path + "/cgroup.kill: " + errno_text(errno);
+    ok = false;
+  }
+  const auto deadline = std::chrono::steady_clock::now() + bound;
+  char buf[256];
+  while (ok) {
+    // Read, then wait for the kernel's notification of the next change (POLLPRI): a
+    // change between the two still wakes the poll, since it follows a read.
+    // seq files (cgroup.events is one) read from the start again after a seek to 0.
+    const ssize_t n = ::lseek(events, 0, SEEK_SET) == 0 ? ::read(events, buf, sizeof buf - 1) : -1;
+    if (n < 0) {
+      err = "read " + path + "/cgroup.events: " + errno_text(errno);
+      ok = false;
+      break;
+    }
+    const auto pop = populated_from(std::string(buf, static_cast<std::size_t>(n)));
+    if (pop && !*pop) break;
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      err = path + " still holds processes " + std::to_string(bound.count()) +
+            " ms after cgroup.kill";
+      ok = false;
+      break;
+    }
+    pollfd p{events, POLLPRI, 0};
+    if (::poll(&p, 1, static_cast<int>(left.count())) < 0 && errno != EINTR) {
+      err = "poll " + path + "/cgroup.events: " + errno_text(errno);
+      ok = false;
+    }
+  }
+  ::close(events);
+  return ok && remove_tree(path, err);
+}
+
+}  // namespace shellctl::io::sandbox::cgroups

@@ -1,0 +1,98 @@
+#pragma once
+// Whole-tree containment of jobs in cgroup v2 (extensions.md §E5), the one file for the
+// kernel's cgroup interface (nsjail keeps its cgroup2.cc the same way). Every job gets a
+// child cgroup `job-<id>` of the server's job root; the runner's child enters it before
+// anything of the job runs (open_procs in the runner, enter in its child), so a process
+// the job starts — setsid, nohup, a double fork — is born inside it. Ending the job is
+// `cgroup.kill` (every process of the tree at once, forks in flight included), then the
+// wait for `populated 0` (woken by the kernel's change notification on cgroup.events,
+// never a sleep loop), then rmdir.
+//
+// The job root:
+// * given (--cgroup-root / SHELLCTL_CGROUP_ROOT): that directory belongs to this server;
+//   jobs are `<root>/job-<id>`, and a job-* there that is not a live job of this server
+//   is an orphan, killed and removed at startup. Give each server its own.
+// * detected: the server's own cgroup, if it is cgroup2 and writable. Other processes may
+//   share that cgroup (two servers started from one shell do), so the jobs go one level
+//   down, in `shellctl-<hash of the state dir>`, which only this state dir's server uses.
+// * "none": no containment (the process group and session fallback).
+#include <sys/types.h>
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace shellctl::io::sandbox::cgroups {
+
+// Server-wide per-job limits in cgroup syntax ("" = not asked for): memory.max,
+// pids.max, cpu.max (SHELLCTL_JOB_MEMORY_MAX, _PIDS_MAX, _CPU_MAX).
+struct job_limits {
+  std::string memory_max;
+  std::string pids_max;
+  std::string cpu_max;
+  bool any() const { return !memory_max.empty() || !pids_max.empty() || !cpu_max.empty(); }
+};
+
+// Syntax checks for the limit values (the kernel's own rules, so that a typo stops
+// startup instead of failing every job): "max" or bytes with an optional K/M/G/T suffix;
+// "max" or a positive count; "max|quota [period]" in microseconds.
+bool valid_memory_max(const std::string& v);
+bool valid_pids_max(const std::string& v);
+bool valid_cpu_max(const std::string& v);
+
+struct root_choice {
+  std::string path;      // the job root; "" = no containment
+  std::string why_none;  // when path is "": why, for the startup line
+  bool detected = false; // found by detection (not given)
+};
+
+// Decides the job root once at startup. `given`: the flag or environment value ("" =
+// detect, "none" = off). A given root that cannot be used is an error (false, `err`): an
+// operator who asked for containment must not silently run without it. Detection that
+// finds nothing usable is not an error (path "", why_none says why). The root is created
+// if missing (mode 0755) and checked to be cgroup2 with cgroup.kill (Linux >= 5.14).
+bool choose_root(const std::string& given, const std::string& state_dir, root_choice& out,
+                 std::string& err);
+
+// At a graceful stop: a detected root is removed when no job cgroup is left in it (jobs
+// that keep running in tmux keep it, and the next start finds it again); a given root
+// is the operator's and stays.
+void release_root(const root_choice& root);
+
+// Makes the controllers that `limits` needs available to the job cgroups (enabling them
+// in cgroup.subtree_control down to `root`). False with a message naming each missing
+// controller: asked-for limits without their controller refuse startup.
+bool prepare_limits(const std::string& root, const job_limits& limits, std::string& err);
+
+// <root>/job-<id>
+std::string job_path(const std::string& root, const std::string& job_id);
+
+// The ids of the job-<id> cgroups under `root`.
+std::vector<std::string> job_ids(const std::string& root);
+
+bool exists(const std::string& path);
+
+// mkdir (an existing one is fine: a start that is retried) and the limits. False with err.
+bool create(const std::string& path, const job_limits& limits, std::string& err);
+
+// The runner, before it starts the job's first process: <path>/cgroup.procs open for
+// writing (the kernel checks the opener's rights, so the child may write it from inside
+// new namespaces). -1 with err.
+int open_procs(const std::string& path, std::string& err);
+
+// The job's first process, before anything else: moves itself in through `procs_fd`.
+bool enter(int procs_fd);
+
+// populated from cgroup.events; nullopt when it cannot be read (no such cgroup).
+std::optional<bool> populated(const std::string& path);
+
+// The pids in the cgroup (cgroup.procs), none when it cannot be read.
+std::vector<pid_t> procs(const std::string& path);
+
+// Ends the cgroup: cgroup.kill, the wait for populated 0 (at most `bound`), rmdir of it
+// and of any child cgroup the job made. A cgroup that does not exist is ended already.
+// Blocking: for a detached actor (actors/cgroup_reaper.hpp). False with err.
+bool end(const std::string& path, std::chrono::milliseconds bound, std::string& err);
+
+}  // namespace shellctl::io::sandbox::cgroups

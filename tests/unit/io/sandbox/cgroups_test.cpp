@@ -1,0 +1,154 @@
+// io/sandbox/cgroups against the real kernel (extensions.md §E5): a job cgroup is made,
+// entered through a descriptor opened beforehand, holds a process that left its session,
+// and is ended (cgroup.kill, populated 0 by notification, rmdir). Needs root and a
+// cgroup2 mount (CI's machine has both); elsewhere these cases fail, they do not skip.
+#include <doctest/doctest.h>
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <string>
+
+#include "io/sandbox/cgroups.hpp"
+
+namespace cg = shellctl::io::sandbox::cgroups;
+
+namespace {
+
+// A root of this test's own under the detected one (the process's own cgroup).
+struct test_root {
+  std::string path;
+  test_root() {
+    cg::root_choice r;
+    std::string err;
+    REQUIRE(cg::choose_root("", "/tmp/shellctl-cgroups-test-" + std::to_string(::getpid()), r, err));
+    REQUIRE_MESSAGE(!r.path.empty(), r.why_none);
+    CHECK(r.detected);
+    path = r.path;
+  }
+  ~test_root() { ::rmdir(path.c_str()); }
+};
+
+// Forks a child that enters `job` through a descriptor opened here, then forks a
+// grandchild that leaves its session (setsid) and sleeps; the child sleeps too.
+pid_t spawn_inside(const std::string& job) {
+  std::string err;
+  const int fd = cg::open_procs(job, err);
+  REQUIRE_MESSAGE(fd >= 0, err);
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    if (!cg::enter(fd)) ::_exit(3);
+    if (::fork() == 0) {
+      ::setsid();
+      ::execl("/bin/sleep", "sleep", "1000", nullptr);
+      ::_exit(4);
+    }
+    ::execl("/bin/sleep", "sleep", "1000", nullptr);
+    ::_exit(4);
+  }
+  ::close(fd);
+  return pid;
+}
+
+}  // namespace
+
+TEST_CASE("a job cgroup holds every process its first one starts, and end() kills and removes it") {
+  test_root root;
+  const std::string job = cg::job_path(root.path, "00112233aabbccdd");
+  CHECK(job == root.path + "/job-00112233aabbccdd");
+  std::string err;
+  REQUIRE_MESSAGE(cg::create(job, {}, err), err);
+  REQUIRE(cg::create(job, {}, err));  // a retried start finds it there
+  CHECK(cg::exists(job));
+  CHECK(cg::populated(job) == false);
+  CHECK(cg::job_ids(root.path) == std::vector<std::string>{"00112233aabbccdd"});
+
+  const pid_t child = spawn_inside(job);
+  auto members = [&] { return cg::procs(job); };
+  for (int i = 0; i < 2000 && members().size() < 2; ++i) ::usleep(1000);
+  REQUIRE(members().size() == 2);  // the child and its setsid grandchild
+  CHECK(std::find(members().begin(), members().end(), child) != members().end());
+  CHECK(cg::populated(job) == true);
+
+  const auto t0 = std::chrono::steady_clock::now();
+  REQUIRE_MESSAGE(cg::end(job, std::chrono::seconds(5), err), err);
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5));
+  CHECK_FALSE(cg::exists(job));
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  CHECK(WIFSIGNALED(status));
+  CHECK(WTERMSIG(status) == SIGKILL);
+  CHECK(cg::job_ids(root.path).empty());
+  // Ending a cgroup that is gone is a no-op.
+  CHECK(cg::end(job, std::chrono::seconds(1), err));
+}
+
+TEST_CASE("end() removes cgroups the job made below its own") {
+  test_root root;
+  const std::string job = cg::job_path(root.path, "feedfacefeedface");
+  std::string err;
+  REQUIRE(cg::create(job, {}, err));
+  REQUIRE(::mkdir((job + "/inner").c_str(), 0755) == 0);
+  const pid_t child = spawn_inside(job + "/inner");
+  for (int i = 0; i < 2000 && cg::procs(job + "/inner").size() < 2; ++i) ::usleep(1000);
+  CHECK(cg::populated(job) == true);
+  REQUIRE_MESSAGE(cg::end(job, std::chrono::seconds(5), err), err);
+  CHECK_FALSE(cg::exists(job));
+  int status = 0;
+  CHECK(::waitpid(child, &status, 0) == child);
+}
+
+TEST_CASE("roots: none, a given root that is not cgroup2, limits without their controllers") {
+  cg::root_choice r;
+  std::string err;
+  REQUIRE(cg::choose_root("none", "/s", r, err));
+  CHECK(r.path.empty());
+  CHECK_FALSE(cg::choose_root("/tmp", "/s", r, err));
+  CHECK(err.find("is not a cgroup v2 directory") != std::string::npos);
+  CHECK_FALSE(cg::choose_root("relative", "/s", r, err));
+  // Without containment, limits cannot be had at all.
+  cg::job_limits limits;
+  CHECK(cg::prepare_limits("", limits, err));  // none asked for: fine
+  limits.pids_max = "10";
+  CHECK_FALSE(cg::prepare_limits("", limits, err));
+  test_root root;
+  // This host's cgroup2 has no pids/memory/cpu controller (bound to v1): refused, named.
+  std::string available;
+  {
+    FILE* f = std::fopen((root.path + "/cgroup.controllers").c_str(), "r");
+    REQUIRE(f != nullptr);
+    char buf[256] = {};
+    available = std::fgets(buf, sizeof buf, f) ? buf : "";
+    std::fclose(f);
+  }
+  if (available.find("pids") == std::string::npos) {
+    CHECK_FALSE(cg::prepare_limits(root.path, limits, err));
+    CHECK(err.find("controller(s) pids") != std::string::npos);
+  } else {
+    CHECK_MESSAGE(cg::prepare_limits(root.path, limits, err), err);
+  }
+}
+
+TEST_CASE("limit syntax") {
+  CHECK(cg::valid_memory_max("max"));
+  CHECK(cg::valid_memory_max("1073741824"));
+  CHECK(cg::valid_memory_max("512M"));
+  CHECK_FALSE(cg::valid_memory_max(""));
+  CHECK_FALSE(cg::valid_memory_max("M"));
+  CHECK_FALSE(cg::valid_memory_max("1.5G"));
+  CHECK(cg::valid_pids_max("1"));
+  CHECK_FALSE(cg::valid_pids_max("0"));
+  CHECK_FALSE(cg::valid_pids_max("-1"));
+  CHECK(cg::valid_cpu_max("max"));
+  CHECK(cg::valid_cpu_max("max 100000"));
+  CHECK(cg::valid_cpu_max("50000 100000"));
+  CHECK_FALSE(cg::valid_cpu_max("50000 "));
+  CHECK_FALSE(cg::valid_cpu_max("0 100000"));
+  CHECK_FALSE(cg::valid_cpu_max("1 2 3"));
+}
