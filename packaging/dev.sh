@@ -155,8 +155,8 @@ case "${1:-}" in
       seeds=tests/fuzz/$f/corpus
       [ -d "$seeds" ] || seeds=
       log=build-fuzz/${f}_fuzz.log
-      echo "fuzzing $f for ${FUZZ_SECONDS:-60} s (log: $log)"
-      if ! ./build-fuzz/tests/fuzz/$f/${f}_fuzz -max_total_time="${FUZZ_SECONDS:-60}" \
+      echo "fuzzing $f for ${FUZZ_SECONDS:-40} s (log: $log)"
+      if ! ./build-fuzz/tests/fuzz/$f/${f}_fuzz -max_total_time="${FUZZ_SECONDS:-40}" \
           -max_len=8192 -print_final_stats=1 "$corpus" $seeds > "$log" 2>&1; then
         tail -n 60 "$log"
         echo "fuzzer $f FAILED" >&2

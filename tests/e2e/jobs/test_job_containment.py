@@ -222,11 +222,14 @@ class ContainmentAcrossRestarts(unittest.TestCase):
         self.server.close()
 
     def tree(self):
+        """tree_script's job, once every kind of process runs."""
         mk = tag()
-        res = self.server.run(
-            f"setsid sh -c 'sleep 1000; :' {mk}-setsid & echo armed; while :; do sleep 0.05; done",
-            timeout=0.3)
-        wait_until(lambda: processes_mentioning(f"{mk}-setsid"), timeout=30, what="the daemon")
+        res = self.server.run(tree_script(mk), timeout=0.3)
+
+        def present():
+            names = " ".join(" ".join(argv) for _, argv in processes_mentioning(mk))
+            return all(f"{mk}-{k}" in names for k in KINDS)
+        wait_until(present, timeout=30, what="every kind of process running")
         return res["job_id"], mk
 
     def test_a_restarted_server_adopts_running_jobs_and_ends_the_rest(self):
@@ -247,12 +250,14 @@ class ContainmentAcrossRestarts(unittest.TestCase):
         os.kill(runner, signal.SIGKILL)
         self.server.tmux("kill-session", "-t", f"shellctl-{lost}")
         self.assertTrue(processes_mentioning(f"{lost_mk}-setsid"))
+        lost_pids = [p for p, _ in processes_mentioning(lost_mk)]
         self.server.start()
         try:
             st = wait_until(lambda: self.server.ok("GET", f"/v1/jobs/{lost}")["status"] == "lost",
                             timeout=30, what="lost")
             self.assertTrue(st)
             wait_until(lambda: not processes_mentioning(lost_mk), timeout=30, what="lost tree gone")
+            self.assertFalse([p for p in lost_pids if alive(p)])
             wait_until(lambda: not os.path.exists(os.path.join(self.root, "job-" + lost)),
                        timeout=30, what="lost cgroup gone")
             wait_until(lambda: squatter.poll() is not None, timeout=30, what="orphan killed")
@@ -262,8 +267,10 @@ class ContainmentAcrossRestarts(unittest.TestCase):
             cg = os.path.join(self.root, "job-" + kept)
             for p, _ in processes_mentioning(kept_mk):
                 self.assertIn(p, procs(cg))
+            kept_pids = [p for p, _ in processes_mentioning(kept_mk)]
             self.server.ok("POST", f"/v1/jobs/{kept}/terminate", {"grace_seconds": 0})
             self.assertFalse(processes_mentioning(kept_mk))
+            self.assertFalse([p for p in kept_pids if alive(p)])
             self.assertFalse(os.path.exists(cg))
         finally:
             if squatter.poll() is None:
