@@ -69,6 +69,7 @@ constexpr const char* kHelp =
     "  SHELLCTL_ENABLE_PATH_ISOLATION, SHELLCTL_LANDLOCK_RW_PATHS, SHELLCTL_LANDLOCK_RO_PATHS,\n"
     "  SHELLCTL_LANDLOCK_RW_DEV_PATHS, SHELLCTL_JOB_NAMESPACES   the sandbox (see shellctl --help)\n"
     "  SHELLCTL_STATE_DIR                                         masked inside every job\n"
+    "  SHELLCTL_JOB_CGROUP_ROOT                                   its cgroup: <root>/job-<job_id>\n"
     "  HOME, PATH                                                 the job's defaults\n"
     "  <job_dir>/.job-env.json                                    the request's environment\n";
 

@@ -300,6 +300,16 @@ class ContainmentByRetention(unittest.TestCase):
 class ChosenRoots(unittest.TestCase):
     """--cgroup-root / SHELLCTL_CGROUP_ROOT, and what happens without a usable root."""
 
+    def refusal(self, **server_kwargs):
+        """What a server that must refuse to start says (it must not start)."""
+        s = Server(token=TOKEN, start=False, **server_kwargs)
+        try:
+            with self.assertRaises(RuntimeError) as ctx:
+                s.start()
+            return str(ctx.exception)
+        finally:
+            s.close()
+
     def test_a_given_root_holds_the_jobs_directly(self):
         root = os.path.join(UNIFIED, "shellctl-e2e-" + uuid.uuid4().hex[:8])
         try:
@@ -332,13 +342,8 @@ class ChosenRoots(unittest.TestCase):
         not_cgroup = os.path.join("/tmp", "shellctl-notcg-" + uuid.uuid4().hex[:8])
         os.makedirs(not_cgroup)
         try:
-            s = Server(token=TOKEN, args=["--cgroup-root", not_cgroup], start=False)
-            try:
-                with self.assertRaises(RuntimeError) as ctx:
-                    s.start()
-                self.assertIn("is not a cgroup v2 directory", str(ctx.exception))
-            finally:
-                s.close()
+            self.assertIn("is not a cgroup v2 directory",
+                          self.refusal(args=["--cgroup-root", not_cgroup]))
         finally:
             os.rmdir(not_cgroup)
 
@@ -352,32 +357,17 @@ class ChosenRoots(unittest.TestCase):
                                         ("SHELLCTL_JOB_CPU_MAX", "50000 100000", "cpu")):
             if controller in have:
                 self.fail(f"this test expects a host without the {controller} controller")
-            s = Server(token=TOKEN, env={name: value}, start=False)
-            try:
-                with self.assertRaises(RuntimeError) as ctx:
-                    s.start()
-                self.assertIn(f"controller(s) {controller}", str(ctx.exception))
-                self.assertIn("shellctl: initialize:", str(ctx.exception))
-            finally:
-                s.close()
+            said = self.refusal(env={name: value})
+            self.assertIn(f"controller(s) {controller}", said)
+            self.assertIn("shellctl: initialize:", said)
 
     def test_limit_syntax_is_checked(self):
-        s = Server(token=TOKEN, env={"SHELLCTL_JOB_PIDS_MAX": "lots"}, start=False)
-        try:
-            with self.assertRaises(RuntimeError) as ctx:
-                s.start()
-            self.assertIn("SHELLCTL_JOB_PIDS_MAX: must be", str(ctx.exception))
-        finally:
-            s.close()
+        self.assertIn("SHELLCTL_JOB_PIDS_MAX: must be",
+                      self.refusal(env={"SHELLCTL_JOB_PIDS_MAX": "lots"}))
 
     def test_a_relative_root_is_a_config_error(self):
-        s = Server(token=TOKEN, args=["--cgroup-root", "relative/dir"], start=False)
-        try:
-            with self.assertRaises(RuntimeError) as ctx:
-                s.start()
-            self.assertIn("must be an absolute path", str(ctx.exception))
-        finally:
-            s.close()
+        self.assertIn("must be an absolute path",
+                      self.refusal(args=["--cgroup-root", "relative/dir"]))
 
 
 class Unprivileged(unittest.TestCase):
