@@ -69,6 +69,16 @@ def procs(cgroup):
         return [int(p) for p in f.read().split()]
 
 
+def assert_all_inside(test, pids, cgroup):
+    """Every one of `pids` (found by a /proc scan) that is still alive after cgroup.procs was
+    read is listed there: alive before and after the read, it was alive during it, and a
+    process never leaves the job's cgroup. (The fork loop's children come and go.)"""
+    members = procs(cgroup)
+    for pid in pids:
+        if pid not in members:
+            test.assertFalse(alive(pid), f"{pid} is alive outside {cgroup} ({members})")
+
+
 class Containment(unittest.TestCase):
     server_env = {}
 
@@ -97,11 +107,9 @@ class Containment(unittest.TestCase):
         wait_until(present, timeout=30, what="every kind of process running")
         cg = os.path.join(self.root, "job-" + job)
         self.assertTrue(os.path.isdir(cg), cg)
-        pids = procs(cg)
         # The cgroup holds them all, wherever they moved in sessions and groups.
-        for pid, _ in processes_mentioning(mk):
-            self.assertIn(pid, pids)
-        return job, mk, pids
+        assert_all_inside(self, [p for p, _ in processes_mentioning(mk)], cg)
+        return job, mk, procs(cg)
 
     def assert_nothing_left(self, job, mk, pids):
         self.assertFalse(processes_mentioning(mk), processes_mentioning(mk))
@@ -179,8 +187,7 @@ class Containment(unittest.TestCase):
             pids = [p for p, _ in processes_mentioning(mk)]
             self.assertTrue(pids)
             cg = os.path.join(self.root, "job-" + job)
-            for p in pids:
-                self.assertIn(p, procs(cg))
+            assert_all_inside(self, pids, cg)
             self.assertEqual(procs(sibling), [])
             self.server.ok("POST", f"/v1/jobs/{job}/terminate", {"grace_seconds": 0})
             self.assert_nothing_left(job, mk, pids)
@@ -265,8 +272,7 @@ class ContainmentAcrossRestarts(unittest.TestCase):
             # The kept job runs on, in its cgroup, and its end still takes the daemon along.
             self.assertEqual(self.server.ok("GET", f"/v1/jobs/{kept}")["status"], "running")
             cg = os.path.join(self.root, "job-" + kept)
-            for p, _ in processes_mentioning(kept_mk):
-                self.assertIn(p, procs(cg))
+            assert_all_inside(self, [p for p, _ in processes_mentioning(kept_mk)], cg)
             kept_pids = [p for p, _ in processes_mentioning(kept_mk)]
             self.server.ok("POST", f"/v1/jobs/{kept}/terminate", {"grace_seconds": 0})
             self.assertFalse(processes_mentioning(kept_mk))
@@ -412,8 +418,7 @@ class Unprivileged(unittest.TestCase):
             job = res["job_id"]
             wait_until(lambda: processes_mentioning(mk), timeout=30, what="daemon")
             cg = os.path.join(root, "job-" + job)
-            for p, _ in processes_mentioning(mk):
-                self.assertIn(p, procs(cg))
+            assert_all_inside(self, [p for p, _ in processes_mentioning(mk)], cg)
             s.ok("POST", f"/v1/jobs/{job}/terminate", {"grace_seconds": 0})
             self.assertFalse(processes_mentioning(mk))
             self.assertFalse(os.path.exists(cg))
