@@ -68,6 +68,21 @@ std::string own_dir() {
   return exe.substr(0, exe.rfind('/'));
 }
 
+
+void install_runner(const std::string& link, const server_log& log) {
+  ::unlink(link.c_str());
+  auto target = find_helper("shellctl-runner", false);
+  if (target.empty()) {
+    log.say(io::log::level::warn, "shellctl: warning: shellctl-runner not found; jobs will fail to start");
+    return;
+  }
+  if (::symlink(target.c_str(), link.c_str()) == 0) return;
+  // A file system without symlinks gets the original's two-line wrapper.
+  io::fs::write_file(link, "#!/bin/sh\nexec '" + target + "' \"$@\"\n", 0755);
+}
+
+}  // namespace
+
 // A helper binary: next to our own executable first, then PATH (runtime.md §9.1), then the
 // libexec directory `meson install` puts the helpers in (compiled in), so an installed
 // server needs no PATH entry for them while a PATH entry still overrides them.
@@ -89,20 +104,6 @@ std::string find_helper(const std::string& name, bool bare_fallback) {
   if (executable(installed)) return installed;
   return bare_fallback ? name : std::string();
 }
-
-void install_runner(const std::string& link, const server_log& log) {
-  ::unlink(link.c_str());
-  auto target = find_helper("shellctl-runner", false);
-  if (target.empty()) {
-    log.say(io::log::level::warn, "shellctl: warning: shellctl-runner not found; jobs will fail to start");
-    return;
-  }
-  if (::symlink(target.c_str(), link.c_str()) == 0) return;
-  // A file system without symlinks gets the original's two-line wrapper.
-  io::fs::write_file(link, "#!/bin/sh\nexec '" + target + "' \"$@\"\n", 0755);
-}
-
-}  // namespace
 
 // What jobs will run in, probed once so that an operator learns it at startup rather than
 // from every job failing with 125.

@@ -7,6 +7,11 @@
 
 namespace shellctl::actors {
 
+// A helper binary (shellctl-runner, shellctl-sanitize-pty): next to our own executable
+// first, then PATH, then the libexec directory `meson install` uses. "" (or, with
+// `bare_fallback`, the bare name) when none is found.
+std::string find_helper(const std::string& name, bool bare_fallback);
+
 // Returns the process exit code. `probe` is whether jobs can get their namespaces, asked
 // by main() before the process made itself non-dumpable (see namespaces_available).
 int serve(const io::config::serve_config& cfg, const io::sandbox::namespace_probe& probe);

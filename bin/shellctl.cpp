@@ -6,6 +6,7 @@
 #include <cstring>
 #include <string_view>
 
+#include "actors/native_supervisor.hpp"
 #include "actors/serve.hpp"
 #include "io/config/serve_config.hpp"
 #include "io/sandbox/namespaces.hpp"
@@ -59,6 +60,7 @@ int main(int argc, char** argv) {
   scrub_token(argc, argv, envp);
   switch (result) {
     case parse_result::run:
+      if (cfg.native.supervisor) return shellctl::actors::serve_native(cfg);
       return shellctl::actors::serve(cfg, probe);
     case parse_result::exit_ok:
       std::fputs(message.c_str(), stderr);

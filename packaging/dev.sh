@@ -150,7 +150,7 @@ case "${1:-}" in
       echo "clang build FAILED" >&2
       exit 1
     fi
-    for f in http json tmux archive agent_cli paths; do
+    for f in http json tmux archive agent_cli paths native; do
       corpus=$(mktemp -d)
       seeds=tests/fuzz/$f/corpus
       [ -d "$seeds" ] || seeds=

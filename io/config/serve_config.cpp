@@ -1,5 +1,6 @@
 #include "io/config/serve_config.hpp"
 
+#include <arpa/inet.h>
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -22,6 +23,18 @@ const char* usage_text =
     "    \telse the server's own cgroup when it is writable)\n"
     "  -listen string\n"
     "    \taddress to listen on (default \"127.0.0.1:8765\")\n"
+    "  -native-base-root string\n"
+    "    \tnative test supervisor: the immutable root of base snapshots\n"
+    "  -native-check\n"
+    "    \twith -native-test-supervisor: run its startup checks, print them as JSON, change nothing\n"
+    "  -native-image-root string\n"
+    "    \tnative test supervisor: the image jobs see read-only (default \"/\")\n"
+    "  -native-input-root string\n"
+    "    \tnative test supervisor: the immutable root of input files\n"
+    "  -native-mediator string\n"
+    "    \tnative test supervisor: the one private IP:port the network broker may reach\n"
+    "  -native-test-supervisor\n"
+    "    \tserve isolated native test scopes instead of ordinary jobs (see README)\n"
     "  -log-format string\n"
     "    \trequest log on stderr: text or json (default: text on a terminal, json otherwise)\n"
     "  -log-level string\n"
@@ -50,6 +63,11 @@ const char* environment_text =
     "  SHELLCTL_JOB_MEMORY_MAX          per-job memory.max (needs the memory controller)\n"
     "  SHELLCTL_JOB_PIDS_MAX            per-job pids.max (needs the pids controller)\n"
     "  SHELLCTL_JOB_CPU_MAX             per-job cpu.max, \"QUOTA PERIOD\" (needs the cpu controller)\n"
+    "  SHELLCTL_NATIVE_BASE_ROOT, SHELLCTL_NATIVE_INPUT_ROOT, SHELLCTL_NATIVE_IMAGE_ROOT,\n"
+    "  SHELLCTL_NATIVE_MEDIATOR         the -native-* flags' values when the flag is empty\n"
+    "  SHELLCTL_NATIVE_CGROUP           the supervisor's unit cgroup (default: our cgroup's parent)\n"
+    "  SHELLCTL_NATIVE_MAX_SCOPES       live scopes at most (default 16)\n"
+    "  SHELLCTL_NATIVE_MAX_DEADLINE     the furthest scope deadline (Go duration, default 24h)\n"
     "  SHELLCTL_RESULT_RETENTION        keep finished jobs this long (Go duration, default 24h)\n"
     "  SHELLCTL_GC_INTERVAL             retention sweep interval (default 60s)\n"
     "  SHELLCTL_SNAPSHOT_TIMEOUT        snapshot I/O deadline (default 45s)\n"
@@ -133,6 +151,77 @@ bool parse_listen(const std::string& addr, serve_config& out, std::string& messa
   return true;
 }
 
+// native-scopes.md §3: flag (when non-empty), else environment, else the default. Refused
+// without --native-test-supervisor: an ordinary server must not look as if it had them.
+bool parse_native(const std::map<std::string, std::string>& env,
+                  const std::map<std::string, std::string>& flags, serve_config& out,
+                  std::string& message) {
+  auto& n = out.native;
+  struct text_setting {
+    const char* flag;
+    const char* env;
+    std::string* value;
+  };
+  const text_setting texts[] = {
+      {"native-base-root", "SHELLCTL_NATIVE_BASE_ROOT", &n.base_root},
+      {"native-input-root", "SHELLCTL_NATIVE_INPUT_ROOT", &n.input_root},
+      {"native-image-root", "SHELLCTL_NATIVE_IMAGE_ROOT", &n.image_root},
+      {"native-mediator", "SHELLCTL_NATIVE_MEDIATOR", &n.mediator},
+      {nullptr, "SHELLCTL_NATIVE_CGROUP", &n.unit_cgroup},
+  };
+  std::string given;  // the first native setting seen, for the refusal below
+  for (const auto& t : texts) {
+    auto f = t.flag ? flags.find(t.flag) : flags.end();
+    auto e = env.find(t.env);
+    if (f != flags.end() && !f->second.empty()) {
+      *t.value = f->second;
+      given = std::string("-") + t.flag;
+    } else if (e != env.end() && !blank(e->second)) {
+      *t.value = e->second;
+      given = t.env;
+    }
+  }
+  for (const char* name : {"SHELLCTL_NATIVE_MAX_SCOPES", "SHELLCTL_NATIVE_MAX_DEADLINE"})
+    if (env.count(name) && !blank(env.at(name))) given = name;
+  if (!count_setting(env, "SHELLCTL_NATIVE_MAX_SCOPES", n.max_scopes, message) ||
+      !duration_setting(env, "SHELLCTL_NATIVE_MAX_DEADLINE", n.max_deadline, message))
+    return false;
+  if (n.check_only && !n.supervisor) {
+    message = "shellctl: config: -native-check needs -native-test-supervisor\n";
+    return false;
+  }
+  if (!n.supervisor) {
+    if (given.empty()) return true;
+    message = "shellctl: config: " + given + " needs -native-test-supervisor\n";
+    return false;
+  }
+  for (const auto* path : {&n.base_root, &n.input_root, &n.image_root, &n.unit_cgroup})
+    if (!path->empty() && (*path)[0] != '/') {
+      message = "shellctl: config: native test supervisor: \"" + *path +
+                "\" must be an absolute path\n";
+      return false;
+    }
+  if (!n.mediator.empty()) {
+    // One exact IP:port ([v6]:port for IPv6), never a name: the broker pins addresses.
+    const auto colon = n.mediator.rfind(':');
+    std::string host = colon == std::string::npos ? "" : n.mediator.substr(0, colon);
+    const std::string port = colon == std::string::npos ? "" : n.mediator.substr(colon + 1);
+    const bool v6 = host.size() > 2 && host.front() == '[' && host.back() == ']';
+    if (v6) host = host.substr(1, host.size() - 2);
+    unsigned char buf[16];
+    char* end = nullptr;
+    const long p = port.empty() ? 0 : std::strtol(port.c_str(), &end, 10);
+    const bool port_ok = !port.empty() && *end == '\0' && p >= 1 && p <= 65535 &&
+                         port.find_first_not_of("0123456789") == std::string::npos;
+    if (!port_ok || ::inet_pton(v6 ? AF_INET6 : AF_INET, host.c_str(), buf) != 1) {
+      message = "shellctl: config: native test supervisor: mediator \"" + n.mediator +
+                "\" must be one IP:port ([IPv6]:port)\n";
+      return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 parse_result parse_serve(int argc, char** argv, char** envp, serve_config& out,
@@ -160,6 +249,7 @@ parse_result parse_serve(int argc, char** argv, char** envp, serve_config& out,
     return parse_result::exit_ok;
   }
   std::optional<std::string> listen, state_dir, token, cgroup_root;
+  std::map<std::string, std::string> native_flags;  // "native-base-root" -> value
   bool require_token = false;
   // Go's flag syntax (io/text/go_flags.hpp), after the "serve" subcommand.
   text::go_flag_reader flags(argc, argv, 2);
@@ -177,22 +267,27 @@ parse_result parse_serve(int argc, char** argv, char** envp, serve_config& out,
       message = std::string(usage_text) + environment_text;
       return parse_result::exit_ok;
     }
-    if (name == "require-auth-token") {
+    // Go's boolean flags: bare, or =true/=false in strconv.ParseBool's spellings.
+    bool* boolean = name == "require-auth-token"       ? &require_token
+                    : name == "native-test-supervisor" ? &out.native.supervisor
+                    : name == "native-check"           ? &out.native.check_only
+                                                       : nullptr;
+    if (boolean != nullptr) {
       if (!value || *value == "true" || *value == "1" || *value == "t" || *value == "TRUE" ||
           *value == "True" || *value == "T") {
-        require_token = true;
+        *boolean = true;
       } else if (*value == "false" || *value == "0" || *value == "f" || *value == "FALSE" ||
                  *value == "False" || *value == "F") {
-        require_token = false;
+        *boolean = false;
       } else {
-        message = "invalid boolean value \"" + *value + "\" for -require-auth-token\n" +
-                  usage_text;
+        message = "invalid boolean value \"" + *value + "\" for -" + name + "\n" + usage_text;
         return parse_result::exit_usage_error;
       }
       continue;
     }
     if (name != "listen" && name != "state-dir" && name != "token" && name != "log-format" &&
-        name != "log-level" && name != "cgroup-root") {
+        name != "log-level" && name != "cgroup-root" && name != "native-base-root" &&
+        name != "native-input-root" && name != "native-image-root" && name != "native-mediator") {
       message = "flag provided but not defined: -" + name + "\n" + usage_text;
       return parse_result::exit_usage_error;
     }
@@ -204,6 +299,7 @@ parse_result parse_serve(int argc, char** argv, char** envp, serve_config& out,
     if (name == "state-dir") state_dir = value;
     if (name == "token") token = value;
     if (name == "cgroup-root") cgroup_root = value;
+    if (name.rfind("native-", 0) == 0) native_flags[name] = *value;
     if (name == "log-format") {
       if (*value != "text" && *value != "json") {
         message = "invalid value \"" + *value + "\" for flag -log-format: want text or json\n" +
@@ -321,7 +417,8 @@ parse_result parse_serve(int argc, char** argv, char** envp, serve_config& out,
     }
     *l.value = it->second;
   }
-  return parse_result::run;
+  return parse_native(env, native_flags, out, message) ? parse_result::run
+                                                       : parse_result::exit_config_error;
 }
 
 }  // namespace shellctl::io::config

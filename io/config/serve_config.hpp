@@ -37,6 +37,20 @@ struct serve_config {
   // here; their controllers at startup).
   std::string cgroup_root;
   sandbox::cgroups::job_limits job_limits;
+  // The native test supervisor (native-scopes.md §3): a separate instance, off by default.
+  // Its settings are refused without the mode; --native-check runs the startup checks,
+  // prints them and changes nothing.
+  struct native_settings {
+    bool supervisor = false;  // --native-test-supervisor
+    bool check_only = false;  // --native-check
+    std::string base_root;    // --native-base-root / SHELLCTL_NATIVE_BASE_ROOT (required)
+    std::string input_root;   // --native-input-root / SHELLCTL_NATIVE_INPUT_ROOT (required)
+    std::string image_root = "/";  // --native-image-root / SHELLCTL_NATIVE_IMAGE_ROOT
+    std::string unit_cgroup;  // SHELLCTL_NATIVE_CGROUP: "" = the parent of our own cgroup
+    std::string mediator;     // --native-mediator / SHELLCTL_NATIVE_MEDIATOR: "IP:port" or ""
+    std::size_t max_scopes = 16;                                  // SHELLCTL_NATIVE_MAX_SCOPES
+    std::chrono::nanoseconds max_deadline = std::chrono::hours(24);  // _MAX_DEADLINE
+  } native;
   // The environment the tmux server starts with (decision D10): ours minus TMUX* and
   // SHELLCTL_*.
   std::vector<std::string> tmux_env;

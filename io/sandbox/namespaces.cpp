@@ -3,7 +3,11 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/xattr.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -73,6 +77,100 @@ bool map_ids(pid_t child, uid_t uid, gid_t gid, std::string& err) {
 bool new_cgroup_namespace(std::string& err) {
   if (::unshare(CLONE_NEWCGROUP) == 0) return true;
   err = std::string("unshare(cgroup namespace): ") + std::strerror(errno);
+  return false;
+}
+
+namespace {
+
+// The probe's steps, in the child: on failure the step's name and errno go up `report`.
+[[noreturn]] void probe_failed(int report, const std::string& step) {
+  const std::string m = step + ": " + std::strerror(errno);
+  (void)!::write(report, m.data(), m.size());
+  ::_exit(1);
+}
+
+[[noreturn]] void probe_scope_child(const std::string& dir, int report) {
+  const uid_t uid = ::geteuid();
+  const gid_t gid = ::getegid();
+  if (::unshare(CLONE_NEWUSER) != 0) probe_failed(report, "user namespace");
+  // Our own maps: the process must be dumpable to open its /proc files (the server may
+  // have made itself non-dumpable; this child is a copy).
+  ::prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+  std::string err;
+  if (!write_proc_file("/proc/self/setgroups", "deny", err) ||
+      !write_proc_file("/proc/self/uid_map", "0 " + std::to_string(uid) + " 1", err) ||
+      !write_proc_file("/proc/self/gid_map", "0 " + std::to_string(gid) + " 1", err)) {
+    (void)!::write(report, ("id maps: " + err).data(), 9 + err.size());
+    ::_exit(1);
+  }
+  if (::unshare(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET) != 0)
+    probe_failed(report, "mount, PID and net namespaces");
+  const pid_t init = ::fork();
+  if (init < 0) probe_failed(report, "fork into the PID namespace");
+  if (init == 0) {
+    if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
+      probe_failed(report, "private mounts");
+    if (::mount("tmpfs", dir.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755") != 0)
+      probe_failed(report, "tmpfs");
+    for (const char* sub : {"/proc", "/lower", "/upper", "/work", "/merged"})
+      if (::mkdir((dir + sub).c_str(), 0755) != 0) probe_failed(report, std::string("mkdir ") + sub);
+    if (::mount("proc", (dir + "/proc").c_str(), "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0)
+      probe_failed(report, "proc");
+    const std::string file = dir + "/upper/x";
+    const int fd = ::open(file.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+    if (fd < 0) probe_failed(report, "a file on the tmpfs");
+    ::close(fd);
+    if (::setxattr(file.c_str(), "user.shellctl", "1", 1, 0) != 0)
+      probe_failed(report, "user xattrs on tmpfs (Linux 6.6 or later)");
+    const std::string opts = "lowerdir=" + dir + "/lower,upperdir=" + dir + "/upper,workdir=" + dir +
+                             "/work,userxattr";
+    if (::mount("overlay", (dir + "/merged").c_str(), "overlay", 0, opts.c_str()) != 0)
+      probe_failed(report, "overlay with a tmpfs upper");
+    ::_exit(0);
+  }
+  int status = 0;
+  while (::waitpid(init, &status, 0) < 0 && errno == EINTR) {
+  }
+  ::_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 1);
+}
+
+}  // namespace
+
+bool scope_namespaces_available(std::string& why) {
+  char tmpl[] = "/tmp/shellctl-nsprobe-XXXXXX";
+  if (::mkdtemp(tmpl) == nullptr) {
+    why = std::string("mkdtemp: ") + std::strerror(errno);
+    return false;
+  }
+  const std::string dir = tmpl;
+  int report[2];
+  if (::pipe2(report, O_CLOEXEC) != 0) {
+    why = std::string("pipe: ") + std::strerror(errno);
+    ::rmdir(dir.c_str());
+    return false;
+  }
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(report[0]);
+    probe_scope_child(dir, report[1]);
+  }
+  ::close(report[1]);
+  std::string said;
+  char buf[256];
+  ssize_t n;
+  while ((n = ::read(report[0], buf, sizeof buf)) > 0) said.append(buf, static_cast<size_t>(n));
+  ::close(report[0]);
+  int status = 0;
+  if (pid > 0)
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+  ::rmdir(dir.c_str());
+  if (pid < 0) {
+    why = std::string("fork: ") + std::strerror(errno);
+    return false;
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return true;
+  why = said.empty() ? "the probe died" : said;
   return false;
 }
 

@@ -35,6 +35,14 @@ bool new_cgroup_namespace(std::string& err);
 // uid_map, so the probe would report a failure the runner (dumpable after exec) never has.
 bool namespaces_available(std::string& why);
 
+// What a native test scope needs (native-scopes.md §3, check `namespaces`): a probe child
+// creates user, mount, PID and net namespaces (in-namespace root mapped to our uid, as the
+// scope worker is), and as PID 1 there mounts a tmpfs, a procfs and an overlay whose upper
+// layer is on that tmpfs, and sets a user xattr on the tmpfs (the overlay's own bookkeeping
+// in a user namespace; Linux >= 6.6). Nothing outlives the probe. False with the step that
+// failed and the kernel's reason.
+bool scope_namespaces_available(std::string& why);
+
 // The answer of namespaces_available(), taken before the server hardens itself.
 struct namespace_probe {
   bool available = false;

@@ -145,3 +145,49 @@ TEST_CASE("per-job limits (E5): cgroup syntax checked at startup") {
   CHECK(parse({"serve"}, {"HOME=/h", "SHELLCTL_JOB_MEMORY_MAX=max", "SHELLCTL_JOB_CPU_MAX=max",
                           "SHELLCTL_JOB_PIDS_MAX=1"}).result == parse_result::run);
 }
+
+TEST_CASE("native test supervisor settings (native-scopes.md §3)") {
+  auto n = parse({"serve", "--native-test-supervisor", "--native-base-root", "/srv/base",
+                  "-native-input-root=/srv/in", "--native-mediator", "10.0.2.2:8080"},
+                 {"HOME=/h", "SHELLCTL_NATIVE_CGROUP=/dify-native.service"});
+  REQUIRE(n.result == parse_result::run);
+  CHECK(n.cfg.native.supervisor);
+  CHECK_FALSE(n.cfg.native.check_only);
+  CHECK(n.cfg.native.base_root == "/srv/base");
+  CHECK(n.cfg.native.input_root == "/srv/in");
+  CHECK(n.cfg.native.image_root == "/");
+  CHECK(n.cfg.native.unit_cgroup == "/dify-native.service");
+  CHECK(n.cfg.native.mediator == "10.0.2.2:8080");
+  CHECK(n.cfg.native.max_scopes == 16);
+  // The environment when a flag is empty; --native-check with the mode.
+  auto e = parse({"serve", "--native-test-supervisor", "--native-check"},
+                 {"HOME=/h", "SHELLCTL_NATIVE_BASE_ROOT=/b", "SHELLCTL_NATIVE_MEDIATOR=[fd00::1]:443",
+                  "SHELLCTL_NATIVE_MAX_SCOPES=4", "SHELLCTL_NATIVE_MAX_DEADLINE=2h"});
+  REQUIRE(e.result == parse_result::run);
+  CHECK(e.cfg.native.check_only);
+  CHECK(e.cfg.native.base_root == "/b");
+  CHECK(e.cfg.native.mediator == "[fd00::1]:443");
+  CHECK(e.cfg.native.max_scopes == 4);
+  CHECK(e.cfg.native.max_deadline == std::chrono::hours(2));
+  // An ordinary server refuses them: it must not look as if it served scopes.
+  for (auto bad : std::vector<std::vector<std::string>>{{"serve", "--native-check"},
+                                                        {"serve", "--native-base-root", "/b"}}) {
+    auto o = parse(bad, {"HOME=/h"});
+    CHECK(o.result == parse_result::exit_config_error);
+    CHECK(o.message.find("needs -native-test-supervisor") != std::string::npos);
+  }
+  CHECK(parse({"serve"}, {"HOME=/h", "SHELLCTL_NATIVE_INPUT_ROOT=/i"}).result ==
+        parse_result::exit_config_error);
+  for (const char* m : {"example.com:80", "10.0.0.1", "10.0.0.1:0", "10.0.0.1:65536", "fd00::1:80",
+                        "10.0.0.1:8o"}) {
+    CAPTURE(m);
+    auto o = parse({"serve", "--native-test-supervisor", std::string("--native-mediator=") + m},
+                   {"HOME=/h"});
+    CHECK(o.result == parse_result::exit_config_error);
+    CHECK(o.message.find("must be one IP:port") != std::string::npos);
+  }
+  CHECK(parse({"serve", "--native-test-supervisor", "--native-base-root", "rel"}, {"HOME=/h"}).result ==
+        parse_result::exit_config_error);
+  CHECK(parse({"serve", "--native-test-supervisor=maybe"}, {"HOME=/h"}).result ==
+        parse_result::exit_usage_error);
+}
