@@ -1,0 +1,71 @@
+#pragma once
+// One RAII prepared statement over a SQLite connection, shared by the jobs table
+// (jobs_db.cpp) and the native supervisor's catalogs (io/native): binds, steps, reads
+// columns, and throws db_error with SQLite's message on any failure.
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "io/store/jobs_db.hpp"  // db_error
+
+namespace shellctl::io::store {
+
+class statement {
+ public:
+  statement(sqlite3* db, const std::string& sql) : db_(db) {
+    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt_, nullptr) != SQLITE_OK)
+      throw db_error(sqlite3_errmsg(db), sqlite3_extended_errcode(db));
+  }
+  ~statement() { sqlite3_finalize(stmt_); }
+  statement(const statement&) = delete;
+  statement& operator=(const statement&) = delete;
+
+  void bind(int i, const std::string& v) {
+    check(sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT));
+  }
+  void bind(int i, const std::optional<std::string>& v) {
+    if (v)
+      bind(i, *v);
+    else
+      check(sqlite3_bind_null(stmt_, i));
+  }
+  void bind(int i, std::int64_t v) { check(sqlite3_bind_int64(stmt_, i, v)); }
+  void bind(int i, const std::optional<std::int64_t>& v) {
+    if (v)
+      bind(i, *v);
+    else
+      check(sqlite3_bind_null(stmt_, i));
+  }
+  // True while a row is available.
+  bool step() {
+    int rc = sqlite3_step(stmt_);
+    if (rc == SQLITE_ROW) return true;
+    if (rc == SQLITE_DONE) return false;
+    throw db_error(sqlite3_errmsg(db_), sqlite3_extended_errcode(db_));
+  }
+  int step_rc() { return sqlite3_step(stmt_); }
+  std::string text(int col) const {
+    auto p = reinterpret_cast<const char*>(sqlite3_column_text(stmt_, col));
+    return p ? std::string(p, static_cast<size_t>(sqlite3_column_bytes(stmt_, col))) : "";
+  }
+  std::optional<std::string> opt_text(int col) const {
+    if (sqlite3_column_type(stmt_, col) == SQLITE_NULL) return std::nullopt;
+    return text(col);
+  }
+  std::int64_t int64(int col) const { return sqlite3_column_int64(stmt_, col); }
+  std::optional<std::int64_t> opt_int64(int col) const {
+    if (sqlite3_column_type(stmt_, col) == SQLITE_NULL) return std::nullopt;
+    return int64(col);
+  }
+
+ private:
+  void check(int rc) {
+    if (rc != SQLITE_OK) throw db_error(sqlite3_errmsg(db_), sqlite3_extended_errcode(db_));
+  }
+  sqlite3* db_;
+  sqlite3_stmt* stmt_ = nullptr;
+};
+
+}  // namespace shellctl::io::store
