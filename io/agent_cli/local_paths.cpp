@@ -15,6 +15,7 @@
 
 #include "io/agent_cli/command_tree.hpp"
 #include "io/agent_cli/http_transfer.hpp"
+#include "io/text/base64url.hpp"
 
 namespace shellctl::io::agent_cli {
 
@@ -147,37 +148,13 @@ void write_file(const std::string& path, const std::string& data, unsigned mode,
 }
 
 bool decode_base64_url(const std::string& in, std::string& out) {
+  // Padded to a multiple of four, '=' only at the end (at most two).
   if (in.size() % 4 != 0) return false;
-  auto val = [](char c) -> int {
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-    if (c >= '0' && c <= '9') return c - '0' + 52;
-    if (c == '-') return 62;
-    if (c == '_') return 63;
-    return -1;
-  };
-  out.clear();
-  for (std::size_t i = 0; i < in.size(); i += 4) {
-    int v[4];
-    int pad = 0;
-    for (int k = 0; k < 4; ++k) {
-      const char c = in[i + static_cast<std::size_t>(k)];
-      if (c == '=') {
-        if (i + 4 != in.size() || k < 2) return false;
-        v[k] = 0;
-        ++pad;
-        continue;
-      }
-      if (pad) return false;
-      v[k] = val(c);
-      if (v[k] < 0) return false;
-    }
-    const unsigned n = (static_cast<unsigned>(v[0]) << 18) | (static_cast<unsigned>(v[1]) << 12) |
-                       (static_cast<unsigned>(v[2]) << 6) | static_cast<unsigned>(v[3]);
-    out += static_cast<char>((n >> 16) & 0xff);
-    if (pad < 2) out += static_cast<char>((n >> 8) & 0xff);
-    if (pad < 1) out += static_cast<char>(n & 0xff);
-  }
+  const auto body = in.substr(0, in.find_last_not_of('=') + 1);
+  if (in.size() - body.size() > 2) return false;
+  auto decoded = text::unbase64url(body, /*canonical=*/false);
+  if (!decoded) return false;
+  out = std::move(*decoded);
   return true;
 }
 

@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "io/json/json.hpp"
+#include "io/sandbox/cgroups.hpp"
 #include "io/sandbox/landlock.hpp"
 #include "io/sandbox/namespaces.hpp"
 
@@ -65,37 +66,6 @@ std::string sha256(const std::string& data) {
   unsigned int len = 0;
   EVP_Digest(data.data(), data.size(), md, &len, EVP_sha256(), nullptr);
   return std::string(reinterpret_cast<char*>(md), len);
-}
-
-// The cgroup2 mount and our own cgroup path in it ("/a/b").
-struct cgroup_place {
-  std::string mount;  // "" = no cgroup2
-  std::string own;    // "/..." as in /proc/self/cgroup
-  std::string dir(const std::string& path) const { return path == "/" ? mount : mount + path; }
-};
-
-cgroup_place find_cgroup() {
-  cgroup_place p;
-  std::istringstream lines(read_text("/proc/self/cgroup"));
-  for (std::string line; std::getline(lines, line);)
-    if (line.rfind("0::", 0) == 0) p.own = line.substr(3);
-  std::ifstream mi("/proc/self/mountinfo");
-  for (std::string line; std::getline(mi, line);) {
-    const auto dash = line.find(" - ");
-    if (dash == std::string::npos) continue;
-    std::istringstream tail(line.substr(dash + 3));
-    std::string fstype;
-    tail >> fstype;
-    if (fstype != "cgroup2") continue;
-    std::istringstream head(line.substr(0, dash));
-    std::string id, parent, dev, root, point;
-    head >> id >> parent >> dev >> root >> point;
-    if (root == "/") {
-      p.mount = point;
-      break;
-    }
-  }
-  return p;
 }
 
 std::string parent_of(const std::string& cg) {
@@ -167,24 +137,27 @@ void check_namespaces(checker& c) {
 }
 
 void check_cgroups(checker& c) {
-  const auto place = find_cgroup();
-  if (place.mount.empty() || place.own.empty()) {
+  std::string why;
+  const auto place = sandbox::cgroups::find_own_cgroup(why);
+  const std::string own = place ? place->path : "";
+  const std::string unit = c.s.unit_cgroup.empty() ? parent_of(own) : c.s.unit_cgroup;
+  const std::string udir = place ? place->dir(unit) : "";
+  if (!place || udir.empty()) {
     for (const char* id : {"cgroup_placement", "cgroup_controllers", "cgroup_finite"})
-      c.add(id, false, "no cgroup v2 hierarchy for this process");
+      c.add(id, false, place ? "the unit cgroup " + unit + " is not reachable through the cgroup2 mount"
+                             : why);
     return;
   }
-  const std::string unit = c.s.unit_cgroup.empty() ? parent_of(place.own) : c.s.unit_cgroup;
-  const std::string udir = place.dir(unit);
   // placement: we are <U>/manager, and <U> itself holds no process.
   {
     std::string detail;
-    if (!c.s.unit_cgroup.empty() && c.s.unit_cgroup != parent_of(place.own))
-      detail = "SHELLCTL_NATIVE_CGROUP is " + c.s.unit_cgroup + " but our cgroup is " + place.own;
-    else if (place.own != (unit == "/" ? "" : unit) + "/manager")
-      detail = "our cgroup is " + place.own + ", not " + (unit == "/" ? "" : unit) + "/manager";
+    if (!c.s.unit_cgroup.empty() && c.s.unit_cgroup != parent_of(own))
+      detail = "SHELLCTL_NATIVE_CGROUP is " + c.s.unit_cgroup + " but our cgroup is " + own;
+    else if (own != (unit == "/" ? "" : unit) + "/manager")
+      detail = "our cgroup is " + own + ", not " + (unit == "/" ? "" : unit) + "/manager";
     else if (!words(read_text(udir + "/cgroup.procs")).empty())
       detail = udir + "/cgroup.procs is not empty: the unit cgroup must hold no process";
-    c.add("cgroup_placement", detail.empty(), detail.empty() ? "0::" + place.own : detail);
+    c.add("cgroup_placement", detail.empty(), detail.empty() ? "0::" + own : detail);
   }
   // controllers: cpu, memory and pids delegated below <U>; cgroup.kill and memory.swap.max.
   {

@@ -7,8 +7,13 @@
 
 #include <stdexcept>
 
+#include "io/text/base64url.hpp"
+
 namespace shellctl::io::native {
 namespace {
+
+using text::base64url;
+using text::unbase64url;
 
 constexpr std::string_view kPrefix = "nst1.";
 constexpr std::size_t kNonceBytes = 16;
@@ -32,59 +37,8 @@ std::string token_mac(const std::string& control_token, const worker_identity& i
   return hmac_sha256(k_tok, msg);
 }
 
-int b64_value(char c) {
-  if (c >= 'A' && c <= 'Z') return c - 'A';
-  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-  if (c >= '0' && c <= '9') return c - '0' + 52;
-  if (c == '-') return 62;
-  if (c == '_') return 63;
-  return -1;
-}
 
 }  // namespace
-
-std::string base64url(std::string_view raw) {
-  static const char alphabet[] =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-  std::string out;
-  std::size_t i = 0;
-  for (; i + 3 <= raw.size(); i += 3) {
-    const unsigned v = static_cast<unsigned char>(raw[i]) << 16 |
-                       static_cast<unsigned char>(raw[i + 1]) << 8 | static_cast<unsigned char>(raw[i + 2]);
-    for (int s = 18; s >= 0; s -= 6) out += alphabet[(v >> s) & 63];
-  }
-  if (raw.size() - i == 1) {
-    const unsigned v = static_cast<unsigned char>(raw[i]) << 16;
-    out += alphabet[(v >> 18) & 63];
-    out += alphabet[(v >> 12) & 63];
-  } else if (raw.size() - i == 2) {
-    const unsigned v = static_cast<unsigned char>(raw[i]) << 16 | static_cast<unsigned char>(raw[i + 1]) << 8;
-    out += alphabet[(v >> 18) & 63];
-    out += alphabet[(v >> 12) & 63];
-    out += alphabet[(v >> 6) & 63];
-  }
-  return out;
-}
-
-std::optional<std::string> unbase64url(std::string_view text) {
-  if (text.size() % 4 == 1) return std::nullopt;  // no whole byte in a lone sixth
-  std::string out;
-  unsigned acc = 0;
-  int bits = 0;
-  for (char c : text) {
-    const int v = b64_value(c);
-    if (v < 0) return std::nullopt;
-    acc = (acc << 6) | static_cast<unsigned>(v);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out += static_cast<char>((acc >> bits) & 0xff);
-    }
-  }
-  // The leftover bits must be zero: one text per byte string (no malleable tokens).
-  if (bits > 0 && (acc & ((1u << bits) - 1)) != 0) return std::nullopt;
-  return out;
-}
 
 std::string mint_scope_token(const std::string& control_token, const worker_identity& id,
                              std::string_view nonce) {

@@ -9,6 +9,7 @@
 // * the worker control token: HMAC(K_ctl, "scope_id|generation|worker_nonce"), K_ctl =
 //   HMAC-SHA256(T, "dify-native/worker-control/v1"), base64url; recomputable after a
 //   restart (hence T must stay stable while scopes are retained, S7).
+// base64url is io/text/base64url.hpp's, canonical (one text per byte string).
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -24,10 +25,6 @@ struct worker_identity {
   std::uint64_t worker_starttime = 0;  // /proc/<pid>/stat field 22
   std::string boot_id;
 };
-
-// RFC 4648 §5 without padding.
-std::string base64url(std::string_view raw);
-std::optional<std::string> unbase64url(std::string_view text);  // nullopt: not base64url
 
 // A token over `nonce` (raw bytes; the caller draws 16 random ones, see new_scope_token).
 std::string mint_scope_token(const std::string& control_token, const worker_identity& id,

@@ -59,45 +59,6 @@ bool all_digits(const std::string& s, std::size_t from = 0, std::size_t to = std
   return true;
 }
 
-// The cgroup2 mount and the server's own cgroup in it, from /proc/self/{mountinfo,cgroup}.
-std::optional<std::string> own_cgroup_dir(std::string& why) {
-  std::string text;
-  if (!read_file("/proc/self/cgroup", text)) {
-    why = "cannot read /proc/self/cgroup";
-    return std::nullopt;
-  }
-  std::string own;
-  bool found = false;
-  std::istringstream lines(text);
-  for (std::string line; std::getline(lines, line);)
-    if (line.rfind("0::", 0) == 0) {
-      own = line.substr(3);
-      found = true;
-    }
-  if (!found) {
-    why = "no cgroup v2 hierarchy (no 0:: line in /proc/self/cgroup)";
-    return std::nullopt;
-  }
-  std::ifstream mi("/proc/self/mountinfo");
-  for (std::string line; std::getline(mi, line);) {
-    // id parent major:minor root mountpoint options [optional...] - fstype source super
-    const auto dash = line.find(" - ");
-    if (dash == std::string::npos) continue;
-    std::istringstream tail(line.substr(dash + 3));
-    std::string fstype;
-    tail >> fstype;
-    if (fstype != "cgroup2") continue;
-    std::istringstream head(line.substr(0, dash));
-    std::string id, parent, dev, root, point;
-    head >> id >> parent >> dev >> root >> point;
-    // Our cgroup must lie beneath the mount's root to be reachable through it.
-    if (root != "/" && own != root && own.rfind(root + "/", 0) != 0) continue;
-    const std::string rel = root == "/" ? own : own.substr(root.size());
-    return rel == "/" || rel.empty() ? point : point + rel;
-  }
-  why = "cgroup2 is not mounted";
-  return std::nullopt;
-}
 
 // FNV-1a: a stable short name for a state dir (not a secret, only distinct).
 std::string short_hash(const std::string& s) {
@@ -188,6 +149,50 @@ bool valid_cpu_max(const std::string& v) {
   return all_digits(period) && period.find_first_not_of('0') != std::string::npos;
 }
 
+std::string own_cgroup::dir(const std::string& cgroup_path) const {
+  if (mount_root != "/" && cgroup_path != mount_root && cgroup_path.rfind(mount_root + "/", 0) != 0)
+    return "";
+  const std::string rel = mount_root == "/" ? cgroup_path : cgroup_path.substr(mount_root.size());
+  return rel == "/" || rel.empty() ? mount : mount + rel;
+}
+
+std::optional<own_cgroup> find_own_cgroup(std::string& why) {
+  std::string text;
+  if (!read_file("/proc/self/cgroup", text)) {
+    why = "cannot read /proc/self/cgroup";
+    return std::nullopt;
+  }
+  own_cgroup out;
+  bool found = false;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);)
+    if (line.rfind("0::", 0) == 0) {
+      out.path = line.substr(3);
+      found = true;
+    }
+  if (!found) {
+    why = "no cgroup v2 hierarchy (no 0:: line in /proc/self/cgroup)";
+    return std::nullopt;
+  }
+  std::ifstream mi("/proc/self/mountinfo");
+  for (std::string line; std::getline(mi, line);) {
+    // id parent major:minor root mountpoint options [optional...] - fstype source super
+    const auto dash = line.find(" - ");
+    if (dash == std::string::npos) continue;
+    std::istringstream tail(line.substr(dash + 3));
+    std::string fstype;
+    tail >> fstype;
+    if (fstype != "cgroup2") continue;
+    std::istringstream head(line.substr(0, dash));
+    std::string id, parent, dev;
+    head >> id >> parent >> dev >> out.mount_root >> out.mount;
+    // Our cgroup must lie beneath the mount's root to be reachable through it.
+    if (!out.dir(out.path).empty()) return out;
+  }
+  why = "cgroup2 is not mounted";
+  return std::nullopt;
+}
+
 bool choose_root(const std::string& given, const std::string& state_dir, root_choice& out,
                  std::string& err) {
   out = root_choice{};
@@ -209,16 +214,17 @@ bool choose_root(const std::string& given, const std::string& state_dir, root_ch
     return true;
   }
   std::string why;
-  const auto own = own_cgroup_dir(why);
-  if (!own) {
+  const auto place = find_own_cgroup(why);
+  if (!place) {
     out.why_none = why;
     return true;
   }
-  if (!is_cgroup2(*own) || ::access(own->c_str(), W_OK) != 0) {
-    out.why_none = "the server's own cgroup " + *own + " is not a writable cgroup v2 directory";
+  const std::string own = place->dir(place->path);
+  if (!is_cgroup2(own) || ::access(own.c_str(), W_OK) != 0) {
+    out.why_none = "the server's own cgroup " + own + " is not a writable cgroup v2 directory";
     return true;
   }
-  const std::string root = *own + "/shellctl-" + short_hash(state_dir);
+  const std::string root = own + "/shellctl-" + short_hash(state_dir);
   if (!usable_root(root, why)) {
     out.why_none = why;
     return true;

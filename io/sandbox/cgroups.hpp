@@ -41,6 +41,17 @@ bool valid_memory_max(const std::string& v);
 bool valid_pids_max(const std::string& v);
 bool valid_cpu_max(const std::string& v);
 
+// Where this process sits in cgroup v2: the hierarchy's mount, and our cgroup's path as
+// /proc/self/cgroup's 0:: line names it ("/a/b"). nullopt (with `why`) without one.
+struct own_cgroup {
+  std::string mount;             // the mount point
+  std::string mount_root = "/";  // the cgroup the mount shows as its root
+  std::string path;
+  // The directory of a cgroup path through that mount; "" when it is not beneath it.
+  std::string dir(const std::string& cgroup_path) const;
+};
+std::optional<own_cgroup> find_own_cgroup(std::string& why);
+
 struct root_choice {
   std::string path;      // the job root; "" = no containment
   std::string why_none;  // when path is "": why, for the startup line

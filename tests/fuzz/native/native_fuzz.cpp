@@ -10,8 +10,10 @@
 
 #include "io/native/scope_fields.hpp"
 #include "io/native/scope_token.hpp"
+#include "io/text/base64url.hpp"
 
 namespace native = shellctl::io::native;
+namespace text = shellctl::io::text;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view in(reinterpret_cast<const char*>(data), size);
@@ -31,9 +33,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   native::valid_binding_ref(in);
 
   // base64url both ways.
-  if (native::unbase64url(native::base64url(in)) != std::string(in)) std::abort();
-  if (auto raw = native::unbase64url(in))
-    if (native::base64url(*raw) != in) std::abort();
+  if (text::unbase64url(text::base64url(in)) != std::string(in)) std::abort();
+  if (auto raw = text::unbase64url(in))
+    if (text::base64url(*raw) != in) std::abort();
 
   // Whatever a client sends as X-Scope-Token.
   native::worker_identity id{"scope-a", 7, 4242, 123456, "boot-1"};

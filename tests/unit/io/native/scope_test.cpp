@@ -84,21 +84,6 @@ TEST_CASE("limits: positive, bounded, the network pair, memory over the tmpfs bu
   CHECK(native::limits_problem(z, false).find("memory_bytes must exceed") != std::string::npos);
 }
 
-TEST_CASE("base64url without padding, one text per byte string") {
-  CHECK(native::base64url("") == "");
-  CHECK(native::base64url("f") == "Zg");
-  CHECK(native::base64url("fo") == "Zm8");
-  CHECK(native::base64url("foo") == "Zm9v");
-  CHECK(native::base64url("\xfb\xff") == "-_8");
-  for (std::string s : {std::string(), std::string("f"), std::string("fo"), std::string("foo"),
-                        std::string("foob"), std::string("\0\xff\x10", 3)})
-    CHECK(native::unbase64url(native::base64url(s)) == s);
-  CHECK_FALSE(native::unbase64url("Zg=").has_value());  // padding is not ours
-  CHECK_FALSE(native::unbase64url("Z").has_value());
-  CHECK_FALSE(native::unbase64url("Zh").has_value());   // nonzero leftover bits
-  CHECK_FALSE(native::unbase64url("Zm+v").has_value()); // standard alphabet
-}
-
 TEST_CASE("scope tokens: the spec's MAC, bound to the identity, the generation and T") {
   const auto token = native::mint_scope_token("control-token", identity(), nonce16());
   // python3: hmac.new(K_tok, b"nst1|scope-a|7|4242|123456|boot-1|AAECAwQFBgcICQoLDA0ODw", sha256)
