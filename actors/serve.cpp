@@ -68,7 +68,6 @@ std::string own_dir() {
   return exe.substr(0, exe.rfind('/'));
 }
 
-
 void install_runner(const std::string& link, const server_log& log) {
   ::unlink(link.c_str());
   auto target = find_helper("shellctl-runner", false);
