@@ -148,17 +148,19 @@ class Server:
                 shutil.rmtree(self.tmp, ignore_errors=True)
 
     def release_cgroup_root(self):
-        """A killed server leaves its detected job root (shellctl-<hash> in its own cgroup;
-        a stopped one removes it itself): removed here once empty, so that test runs do not
-        pile them up. Best effort; a given root is the test's own business."""
+        """The job cgroups of a killed server outlive it (a stopped one ends only its root
+        when empty; a SIGKILLed one ends nothing): each job-* of the root it announced is
+        ended as the server would (cgroup.kill, populated 0, rmdir), so that no process of
+        a failed test lingers; then its detected root (shellctl-<hash>) goes too. A given
+        root is the test's own business."""
         import re
         m = re.search(r"\), cgroup (/[^,\s\"]+)", self.read_stderr())
-        if m and os.path.basename(m.group(1)).startswith("shellctl-") and \
-                not os.path.basename(m.group(1)).startswith("shellctl-e2e-"):
-            try:
-                os.rmdir(m.group(1))
-            except OSError:
-                pass
+        if not m:
+            return
+        root = m.group(1)
+        name = os.path.basename(root)
+        end_cgroup_tree(root, keep_root=not name.startswith("shellctl-") or
+                        name.startswith("shellctl-e2e-"))
 
     def __enter__(self):
         return self
@@ -219,6 +221,38 @@ class Server:
             res = self.wait(res["job_id"], res["offset"], timeout=30, **extra)
             out.append(res["output"])
         return res, "".join(out)
+
+
+def end_cgroup_tree(path, keep_root=False, bound=5.0):
+    """cgroup.kill, then populated 0 (looked at every 10 ms, at most `bound` s), then rmdir,
+    deepest first, for `path` and every cgroup below it (only the ones below when
+    `keep_root`). Best effort: for tests' clean-up only."""
+    if not os.path.isdir(path):
+        return
+    for entry in sorted(os.listdir(path)):
+        child = os.path.join(path, entry)
+        if os.path.isdir(child):
+            end_cgroup_tree(child, bound=bound)
+    if keep_root:
+        return
+    try:
+        with open(os.path.join(path, "cgroup.kill"), "w") as f:
+            f.write("1")
+    except OSError:
+        pass
+    deadline = time.monotonic() + bound
+    while time.monotonic() < deadline:
+        try:
+            with open(os.path.join(path, "cgroup.events")) as f:
+                if "populated 0" in f.read():
+                    break
+        except OSError:
+            break
+        time.sleep(0.01)
+    try:
+        os.rmdir(path)
+    except OSError:
+        pass
 
 
 class ServerTestCase(unittest.TestCase):
