@@ -70,27 +70,29 @@ scope_record read_record(const statement& s) {
   return r;
 }
 
+// sqlite3_exec that throws db_error with SQLite's message.
+void run_sql(sqlite3* db, const char* sql) {
+  char* err = nullptr;
+  if (sqlite3_exec(db, sql, nullptr, nullptr, &err) != SQLITE_OK) {
+    std::string what = err ? err : "sqlite error";
+    sqlite3_free(err);
+    throw store::db_error(what, sqlite3_extended_errcode(db));
+  }
+}
+
 // A transaction that rolls back unless committed.
 class transaction {
  public:
-  explicit transaction(sqlite3* db) : db_(db) { run("BEGIN IMMEDIATE"); }
+  explicit transaction(sqlite3* db) : db_(db) { run_sql(db_, "BEGIN IMMEDIATE"); }
   ~transaction() {
     if (!done_) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
   }
   void commit() {
-    run("COMMIT");
+    run_sql(db_, "COMMIT");
     done_ = true;
   }
 
  private:
-  void run(const char* sql) {
-    char* err = nullptr;
-    if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
-      std::string what = err ? err : "sqlite error";
-      sqlite3_free(err);
-      throw store::db_error(what, sqlite3_extended_errcode(db_));
-    }
-  }
   sqlite3* db_;
   bool done_ = false;
 };
@@ -138,14 +140,7 @@ catalog::catalog(const std::string& path) {
 
 catalog::~catalog() { sqlite3_close(db_); }
 
-void catalog::exec(const char* sql) {
-  char* err = nullptr;
-  if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
-    std::string what = err ? err : "sqlite error";
-    sqlite3_free(err);
-    throw store::db_error(what, sqlite3_extended_errcode(db_));
-  }
-}
+void catalog::exec(const char* sql) { run_sql(db_, sql); }
 
 bool catalog::synchronous_full() {
   statement s(db_, "PRAGMA synchronous");

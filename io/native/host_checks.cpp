@@ -11,13 +11,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <optional>
 #include <sstream>
 
 #include "io/json/json.hpp"
 #include "io/sandbox/cgroups.hpp"
 #include "io/sandbox/landlock.hpp"
 #include "io/sandbox/namespaces.hpp"
+#include "io/store/statement.hpp"
 
 namespace shellctl::io::native {
 namespace {
@@ -229,39 +229,31 @@ void check_catalog(checker& c) {
     c.add("signing_key", true, "no retained scopes");
     return;
   }
-  sqlite3* db = nullptr;
+  // Read-only, through the store's statement wrapper: the dry run changes nothing.
   std::string err;
-  std::optional<long> sync;
-  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
-    err = db ? sqlite3_errmsg(db) : "out of memory";
-  } else {
+  long sync = -1, retained = 0;
+  std::string stored;
+  sqlite3* db = nullptr;
+  try {
+    if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK)
+      throw store::db_error(db ? sqlite3_errmsg(db) : "out of memory");
     sqlite3_exec(db, "PRAGMA synchronous=FULL", nullptr, nullptr, nullptr);
-    sqlite3_stmt* q = nullptr;
-    if (sqlite3_prepare_v2(db, "PRAGMA synchronous", -1, &q, nullptr) == SQLITE_OK &&
-        sqlite3_step(q) == SQLITE_ROW)
-      sync = sqlite3_column_int64(q, 0);
-    sqlite3_finalize(q);
+    store::statement q(db, "PRAGMA synchronous");
+    if (q.step()) sync = q.int64(0);
+    // Retained scopes: rows of native_scopes. Their tokens were made with the key whose
+    // fingerprint native_meta keeps; another token would invalidate them all (S7).
+    store::statement n(db, "SELECT count(*) FROM native_scopes");
+    if (n.step()) retained = n.int64(0);
+    store::statement f(db, "SELECT value FROM native_meta WHERE key='fingerprint'");
+    if (f.step()) stored = f.text(0);
+  } catch (const std::exception& e) {
+    err = e.what();
   }
+  sqlite3_close(db);
   c.add("catalog", err.empty() && sync == 2,
         !err.empty() ? path + ": " + err
         : sync == 2  ? path + ": synchronous=FULL"
                      : path + ": synchronous=FULL does not hold");
-  // Retained scopes: rows of native_scopes. Their tokens were made with the key whose
-  // fingerprint native_meta keeps; another token would invalidate them all (S7).
-  long retained = 0;
-  std::string stored;
-  sqlite3_stmt* q = nullptr;
-  if (db && sqlite3_prepare_v2(db, "SELECT count(*) FROM native_scopes", -1, &q, nullptr) == SQLITE_OK &&
-      sqlite3_step(q) == SQLITE_ROW)
-    retained = sqlite3_column_int64(q, 0);
-  sqlite3_finalize(q);
-  q = nullptr;
-  if (db && sqlite3_prepare_v2(db, "SELECT value FROM native_meta WHERE key='fingerprint'", -1, &q,
-                               nullptr) == SQLITE_OK &&
-      sqlite3_step(q) == SQLITE_ROW)
-    stored = reinterpret_cast<const char*>(sqlite3_column_text(q, 0));
-  sqlite3_finalize(q);
-  sqlite3_close(db);
   if (retained == 0) {
     c.add("signing_key", true, "no retained scopes");
   } else {
