@@ -3,15 +3,18 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 namespace shellctl::io::sandbox::cgroups {
@@ -111,6 +114,49 @@ bool remove_tree(const std::string& path, std::string& err) {
     return false;
   }
   return true;
+}
+
+// The pids of the cgroup and of every cgroup below it.
+void tree_procs(const std::string& path, std::set<pid_t>& out) {
+  std::string text;
+  if (read_file(path + "/cgroup.procs", text)) {
+    std::istringstream in(text);
+    for (long pid; in >> pid;) out.insert(static_cast<pid_t>(pid));
+  }
+  if (DIR* d = ::opendir(path.c_str())) {
+    std::vector<std::string> children;
+    while (dirent* e = ::readdir(d)) {
+      const std::string name = e->d_name;
+      if (e->d_type == DT_DIR && name != "." && name != "..") children.push_back(path + "/" + name);
+    }
+    ::closedir(d);
+    for (const auto& c : children) tree_procs(c, out);
+  }
+}
+
+// A pidfd for each process in the tree. A pid read from cgroup.procs may exit and be
+// reused by an unrelated process before its pidfd_open; a second read after the opens
+// keeps only the pidfds whose pid is (still, or again) in the tree: a pidfd pins its
+// process, so one whose pid is listed afterwards either is that member or has exited
+// (then it is readable at once and costs nothing).
+std::vector<int> pin_members(const std::string& path) {
+  std::set<pid_t> before, after;
+  tree_procs(path, before);
+  std::vector<std::pair<pid_t, int>> opened;
+  for (pid_t pid : before) {
+    // glibc 2.36 declares pidfd_open without C linkage for C++: the system call itself.
+    const int fd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+    if (fd >= 0) opened.emplace_back(pid, fd);
+  }
+  tree_procs(path, after);
+  std::vector<int> out;
+  for (auto [pid, fd] : opened) {
+    if (after.count(pid))
+      out.push_back(fd);
+    else
+      ::close(fd);
+  }
+  return out;
 }
 
 std::optional<bool> populated_from(const std::string& events) {
@@ -362,6 +408,12 @@ bool end(const std::string& path, std::chrono::milliseconds bound, std::string& 
     err = "open " + path + "/cgroup.events: " + errno_text(errno);
     return false;
   }
+  // `populated 0` comes when the last process has left the cgroup, which the kernel does
+  // early in its exit: a PID namespace's init leaves, then waits to reap its namespace; a
+  // preempted process may sit between the two steps. The end waits for the processes
+  // themselves (their pidfds turn readable when they have exited), so that an answer
+  // given after it never meets one of them in /proc.
+  std::vector<int> members = pin_members(path);
   bool ok = true;
   if (!write_file(path + "/cgroup.kill", "1")) {
     err = "write " + path + "/cgroup.kill: " + errno_text(errno);
@@ -396,6 +448,20 @@ bool end(const std::string& path, std::chrono::milliseconds bound, std::string& 
     }
   }
   ::close(events);
+  for (std::size_t i = 0; ok && i < members.size(); ++i) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    pollfd p{members[i], POLLIN, 0};
+    const int r = ::poll(&p, 1, static_cast<int>(std::max<long>(0, left.count())));
+    if (r == 0) {
+      err = path + ": a process of it has not exited " + std::to_string(bound.count()) +
+            " ms after cgroup.kill";
+      ok = false;
+    } else if (r < 0 && errno == EINTR) {
+      --i;  // the same one again
+    }
+  }
+  for (int fd : members) ::close(fd);
   return ok && remove_tree(path, err);
 }
 

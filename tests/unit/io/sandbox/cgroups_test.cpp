@@ -4,6 +4,7 @@
 // cgroup2 mount (CI's machine has both); elsewhere these cases fail, they do not skip.
 #include <doctest/doctest.h>
 
+#include <sched.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -151,4 +152,63 @@ TEST_CASE("limit syntax") {
   CHECK_FALSE(cg::valid_cpu_max("50000 "));
   CHECK_FALSE(cg::valid_cpu_max("0 100000"));
   CHECK_FALSE(cg::valid_cpu_max("1 2 3"));
+}
+
+namespace {
+// True while `pid` exists and is not a zombie (a zombie has exited: only its entry is left).
+bool running(pid_t pid) {
+  std::FILE* f = std::fopen(("/proc/" + std::to_string(pid) + "/stat").c_str(), "r");
+  if (!f) return false;
+  char buf[512] = {};
+  const std::size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+  std::fclose(f);
+  const std::string stat(buf, n);
+  const auto close_paren = stat.rfind(')');
+  return close_paren != std::string::npos && close_paren + 2 < stat.size() &&
+         stat[close_paren + 2] != 'Z' && stat[close_paren + 2] != 'X';
+}
+}  // namespace
+
+TEST_CASE("end() answers only once a PID namespace's init has reaped its namespace") {
+  // The kernel counts a process out of its cgroup early in its exit; an init then waits
+  // for its namespace to die. `populated 0` alone would let end() return while the init
+  // still shows in /proc (seen once under load in CI's stress pass).
+  test_root root;
+  const std::string job = cg::job_path(root.path, "0badc0de0badc0de");
+  std::string err;
+  REQUIRE(cg::create(job, {}, err));
+  const int fd = cg::open_procs(job, err);
+  REQUIRE_MESSAGE(fd >= 0, err);
+  int pipe_fds[2];
+  REQUIRE(::pipe(pipe_fds) == 0);
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    if (!cg::enter(fd) || ::unshare(CLONE_NEWPID) != 0) ::_exit(3);
+    const pid_t init = ::fork();  // pid 1 of the new namespace
+    if (init == 0) {
+      for (int i = 0; i < 20; ++i)
+        if (::fork() == 0) {
+          ::execl("/bin/sleep", "sleep", "1000", nullptr);
+          ::_exit(4);
+        }
+      for (;;) ::pause();
+    }
+    (void)!::write(pipe_fds[1], &init, sizeof init);
+    for (;;) ::pause();
+  }
+  ::close(fd);
+  ::close(pipe_fds[1]);
+  pid_t init = 0;
+  REQUIRE(::read(pipe_fds[0], &init, sizeof init) == static_cast<ssize_t>(sizeof init));
+  ::close(pipe_fds[0]);
+  for (int i = 0; i < 2000 && cg::procs(job).size() < 22; ++i) ::usleep(1000);
+  REQUIRE(cg::procs(job).size() == 22);
+  const auto members = cg::procs(job);
+
+  REQUIRE_MESSAGE(cg::end(job, std::chrono::seconds(5), err), err);
+  CHECK_FALSE(running(init));
+  for (pid_t pid : members) CHECK_MESSAGE(!running(pid), pid);
+  int status = 0;
+  CHECK(::waitpid(child, &status, 0) == child);
 }
