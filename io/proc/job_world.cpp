@@ -80,8 +80,8 @@ bool provided_by_world(const std::string& path) {
   return sandbox::is_within(path, "/proc") || sandbox::is_within(path, "/dev");
 }
 
-// The kernel knobs of procfs stay read-only and the files that leak kernel memory or other
-// processes' keys are masked, as container runtimes do. `proc` is the new procfs.
+}  // namespace
+
 bool harden_proc(const std::string& proc, int null_fd, std::string& err) {
   for (const char* sub : {"sys", "sysrq-trigger", "irq", "bus", "fs"}) {
     const std::string p = proc + "/" + sub;
@@ -100,6 +100,8 @@ bool harden_proc(const std::string& proc, int null_fd, std::string& err) {
   }
   return true;
 }
+
+namespace {
 
 // Directories strictly between `outer` (a writable tree) and `inner` (the state dir) become
 // mount points of themselves: a job may then neither rename nor remove them (EBUSY), so the

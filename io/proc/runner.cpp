@@ -28,11 +28,13 @@
 #include "io/proc/job_init.hpp"
 #include "io/proc/job_world.hpp"
 #include "io/proc/runner_inotify.hpp"
+#include "io/proc/scoped_world.hpp"
 #include "io/sandbox/capabilities.hpp"
 #include "io/sandbox/cgroups.hpp"
 #include "io/sandbox/landlock.hpp"
 #include "io/sandbox/namespaces.hpp"
 #include "io/sandbox/path_rules.hpp"
+#include "io/sandbox/rlimits.hpp"
 #include "io/sandbox/seccomp.hpp"
 #include "io/text/clock.hpp"
 
@@ -343,6 +345,88 @@ int init_role(const parent_options& opts, const std::string& script, int status_
   run_init(job, status_fd);
 }
 
+// A native scope's job (native-scopes.md §6 steps 2-5), in its order: rlimits, every
+// capability dropped with the securebits locked, no_new_privs, Landlock over the scoped
+// world (fail closed: any error, an unavailable Landlock included, is 125), the scoped
+// seccomp filter last.
+sandbox_step scoped_step(const scoped_settings& sc) {
+  return [&sc](std::string& err) {
+    if (!sandbox::lower_limit(RLIMIT_NOFILE, sc.open_files, err) ||
+        !sandbox::lower_limit(RLIMIT_FSIZE, sc.file_bytes, err) ||
+        !sandbox::drop_all_capabilities(err)) {
+      err = "sandbox: " + err;
+      return false;
+    }
+    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
+      err = "sandbox: set no_new_privs: " + errno_text(errno);
+      return false;
+    }
+    sandbox::path_policy policy;
+    policy.isolation = true;
+    policy.rw_dirs = {kScopedWorkspace, kScopedTmp, "/dev/pts"};
+    // Read and execute beneath "/": the root is the scoped world itself (the image trees,
+    // /inputs, /run/job, /proc, /dev), nothing of the host but the image is in it.
+    policy.ro_dirs = {"/"};
+    for (const char* d : kScopedDevices) policy.rw_files.push_back(std::string("/dev/") + d);
+    if (!sandbox::apply_landlock(policy, kScopedHome, "", kScopedScriptDir, err)) {
+      err = "landlock: " + err;
+      return false;
+    }
+    if (!sandbox::install_job_filter(err, sandbox::job_filter::scoped)) {
+      err = "sandbox: " + err;
+      return false;
+    }
+    return true;
+  };
+}
+
+// PID 1 of a native scope's job: the scoped world (nothing of the spool, the worker or the
+// host but the image), then the script from /run/job as the reaping init's child.
+int scoped_init_role(const parent_options& opts, const std::string& script, int status_fd) {
+  const auto& sc = opts.sandbox.scoped;
+  std::string err;
+  if (!sc.malformed.empty()) {
+    diag("sandbox", "malformed " + sc.malformed);
+    return kExitSetupFailed;
+  }
+  if (!opts.sandbox.cgroup_root.empty() && !sandbox::new_cgroup_namespace(err)) {
+    diag("cgroup", err);
+    return kExitSetupFailed;
+  }
+  char buf[PATH_MAX];
+  scoped_world_spec w;
+  w.image_root = sc.image_root;
+  w.payload = sc.payload;
+  w.inputs = sc.inputs;
+  w.script = script;
+  w.script_bytes = sc.script_bytes;
+  w.mount_point = ::realpath(opts.job_dir.c_str(), buf) != nullptr ? buf : absolute(opts.job_dir);
+  if (!build_scoped_world(w, err)) {
+    diag("sandbox", err);
+    return kExitSetupFailed;
+  }
+  // Inside the new root: HOME is the scope's, whatever the request said (§4.5).
+  ::setenv("HOME", kScopedHome, 1);
+  // HOME, cwd and PATH as the scoped world has them: path isolation's rules about the
+  // host's HOME and state dir do not apply inside it.
+  sandbox_settings inside;
+  inside.policy.isolation = false;
+  child_plan plan;
+  if (const int rc = plan_child(kScopedScript, opts.cwd, inside, plan); rc != 0) return rc;
+  block_all_signals();
+  const pid_t job = ::fork();
+  if (job < 0) {
+    diag("fork", errno_text(errno));
+    return kExitSetupFailed;
+  }
+  if (job == 0) {
+    ::close(status_fd);
+    ::_exit(exec_child(plan, plan.cwd, scoped_step(sc)));
+  }
+  gate_latch::hand_over();
+  run_init(job, status_fd);
+}
+
 // The job without namespaces: Landlock alone when isolation is on (SHELLCTL_JOB_NAMESPACES
 // =off, refused by the server with isolation), nothing when it is off (as the original).
 int plain_role(const parent_options& opts, const std::string& script) {
@@ -443,7 +527,9 @@ class child_process {
         char go = 0;
         if (::read(sync[0], &go, 1) != 1) ::_exit(gate_latch::fail(kExitSetupFailed));
         ::close(sync[0]);
-        ::_exit(gate_latch::fail(init_role(opts_, script, status[1])));
+        ::_exit(gate_latch::fail(opts_.sandbox.scoped.on
+                                     ? scoped_init_role(opts_, script, status[1])
+                                     : init_role(opts_, script, status[1])));
       }
       ::close(sync[0]);
       ::close(status[1]);
@@ -461,10 +547,12 @@ class child_process {
       } else {
         ::close(sync[1]);
         ::close(status[0]);
-        if (opts_.sandbox.policy.isolation) {
+        if (opts_.sandbox.policy.isolation || opts_.sandbox.scoped.on) {
           ::close(latch[0]);
           ::close(latch[1]);
-          return refuse("sandbox", err + " (path isolation needs them)");
+          return refuse("sandbox", err + (opts_.sandbox.scoped.on
+                                              ? " (a native scope's job needs them)"
+                                              : " (path isolation needs them)"));
         }
       }
     }
@@ -875,6 +963,39 @@ sandbox_settings sandbox_from_env(const char* (*get)(const char*)) {
   if (const char* h = get("HOME"); h != nullptr && *h != '\0')
     sb.server_home = ::realpath(h, buf) != nullptr ? buf : h;
   if (const char* c = get("SHELLCTL_JOB_CGROUP_ROOT"); c != nullptr) sb.cgroup_root = c;
+  if (const char* p = get("SHELLCTL_NATIVE_JOB_PAYLOAD"); p != nullptr) {
+    auto& sc = sb.scoped;
+    sc.on = true;
+    sb.namespaces = true;
+    sc.payload = p;
+    if (const char* i = get("SHELLCTL_NATIVE_JOB_IMAGE_ROOT"); i != nullptr && *i != '\0')
+      sc.image_root = i;
+    if (const char* i = get("SHELLCTL_NATIVE_JOB_INPUTS"); i != nullptr) sc.inputs = i;
+    auto absolute_dir = [&sc](const std::string& v, const char* name) {
+      if (sc.malformed.empty() && (v.empty() || v[0] != '/')) sc.malformed = name;
+    };
+    absolute_dir(sc.payload, "SHELLCTL_NATIVE_JOB_PAYLOAD");
+    absolute_dir(sc.image_root, "SHELLCTL_NATIVE_JOB_IMAGE_ROOT");
+    if (!sc.inputs.empty()) absolute_dir(sc.inputs, "SHELLCTL_NATIVE_JOB_INPUTS");
+    // Positive decimal integers, nothing else.
+    const std::pair<const char*, std::uint64_t*> numbers[] = {
+        {"SHELLCTL_NATIVE_JOB_SCRIPT_BYTES", &sc.script_bytes},
+        {"SHELLCTL_NATIVE_JOB_OPEN_FILES", &sc.open_files},
+        {"SHELLCTL_NATIVE_JOB_FILE_BYTES", &sc.file_bytes}};
+    for (const auto& [name, out] : numbers) {
+      const char* v = get(name);
+      std::uint64_t n = 0;
+      bool ok = v != nullptr && *v != '\0' && std::strlen(v) <= 18;
+      for (const char* c = v; ok && *c != '\0'; ++c) {
+        ok = *c >= '0' && *c <= '9';
+        n = n * 10 + static_cast<std::uint64_t>(*c - '0');
+      }
+      if (ok && n > 0)
+        *out = n;
+      else if (sc.malformed.empty())
+        sc.malformed = name;
+    }
+  }
   return sb;
 }
 

@@ -7,6 +7,7 @@
 // (io/sandbox/namespaces.hpp): their PID 1 (job_init.hpp) builds the job's file-system view
 // (job_world.hpp) and starts the script's process, which cuts its capabilities, sets
 // no_new_privs, applies Landlock (path isolation on) and the seccomp filter, and execs.
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,23 @@ constexpr int kExitNotFound = 127;
 
 // What the server decided about the job's sandbox. The parent reads it from its OWN
 // environment (the server hands it over through tmux), never from the job's.
+// A native scope's job (native-scopes.md §6), set by the scope's worker for its tmux:
+// SHELLCTL_NATIVE_JOB_PAYLOAD (its presence turns the mode on), _IMAGE_ROOT (default "/"),
+// _INPUTS, _SCRIPT_BYTES, _OPEN_FILES, _FILE_BYTES. The job then runs in the scoped world
+// (scoped_world.hpp) under rlimits, with every capability dropped, Landlock over that
+// world and the scoped seccomp filter; namespaces are required, path isolation's settings
+// do not apply. A malformed setting fails the job (125) before anything of it runs.
+struct scoped_settings {
+  bool on = false;
+  std::string image_root = "/";
+  std::string payload;
+  std::string inputs;
+  std::uint64_t script_bytes = 0;
+  std::uint64_t open_files = 0;
+  std::uint64_t file_bytes = 0;
+  std::string malformed;  // the first setting that could not be read; "" = all fine
+};
+
 struct sandbox_settings {
   sandbox::path_policy policy;  // policy.isolation: path isolation (Landlock + own root)
   // New mount and PID namespaces (SHELLCTL_JOB_NAMESPACES is not "off"). Required with
@@ -36,6 +54,7 @@ struct sandbox_settings {
   // The server's job cgroup root (SHELLCTL_JOB_CGROUP_ROOT, extensions.md §E5): the job's
   // first process enters <root>/job-<id> before anything of the job runs; "" = none.
   std::string cgroup_root;
+  scoped_settings scoped;
 };
 
 struct parent_options {

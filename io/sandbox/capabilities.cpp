@@ -1,5 +1,6 @@
 #include "io/sandbox/capabilities.hpp"
 
+#include <linux/securebits.h>
 #include <sys/capability.h>
 #include <sys/prctl.h>
 #include <unistd.h>
@@ -71,6 +72,39 @@ bool cut_capabilities(std::string& err) {
   cap_free(caps);
   if (!ok) {
     err = std::string("set capabilities: ") + std::strerror(e);
+    return false;
+  }
+  return true;
+}
+
+bool drop_all_capabilities(std::string& err) {
+  // Securebits first: setting them needs CAP_SETPCAP, which the next steps take away.
+  // NOROOT: exec as uid 0 grants nothing; NO_SETUID_FIXUP: no capability follows a uid
+  // change; KEEP_CAPS off; NO_CAP_AMBIENT_RAISE: no ambient set can be built again.
+  const unsigned long bits = SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP |
+                             SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED |
+                             SECBIT_NO_CAP_AMBIENT_RAISE | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED;
+  if (::prctl(PR_SET_SECUREBITS, bits, 0, 0, 0) != 0) {
+    err = std::string("lock securebits: ") + std::strerror(errno);
+    return false;
+  }
+  if (::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0 && errno != EINVAL) {
+    err = std::string("clear ambient capabilities: ") + std::strerror(errno);
+    return false;
+  }
+  const cap_value_t last = cap_max_bits();
+  for (cap_value_t c = 0; c < last; ++c)
+    if (cap_drop_bound(c) != 0 && errno != EINVAL) {
+      err = "drop capability " + std::to_string(c) + " from the bounding set: " +
+            std::strerror(errno);
+      return false;
+    }
+  cap_t caps = cap_init();  // all three sets empty
+  const bool ok = caps != nullptr && cap_set_proc(caps) == 0;
+  const int e = errno;
+  if (caps != nullptr) cap_free(caps);
+  if (!ok) {
+    err = std::string("clear capabilities: ") + std::strerror(e);
     return false;
   }
   return true;

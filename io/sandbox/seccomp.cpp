@@ -56,7 +56,7 @@ bool add(scmp_filter_ctx ctx, uint32_t action, const char* name, std::string& er
 
 }  // namespace
 
-bool install_job_filter(std::string& err) {
+bool install_job_filter(std::string& err, job_filter kind) {
   scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
   if (ctx == nullptr) {
     err = "seccomp_init failed";
@@ -74,6 +74,7 @@ bool install_job_filter(std::string& err) {
   }
   for (const char* name : kDenied) ok = ok && add(ctx, SCMP_ACT_ERRNO(EPERM), name, err);
   for (const char* name : kMissing) ok = ok && add(ctx, SCMP_ACT_ERRNO(ENOSYS), name, err);
+  if (kind == job_filter::scoped) ok = ok && add(ctx, SCMP_ACT_ERRNO(EPERM), "capset", err);
   // clone() and unshare() stay usable for threads and processes; only new namespaces
   // are refused (one rule per flag: a masked comparison matches one bit pattern).
   for (unsigned long flag : kNamespaceFlags) {

@@ -10,7 +10,11 @@
 
 namespace shellctl::io::sandbox {
 
+// Which jobs the filter is for. A native scope's job (native-scopes.md §6 step 5, S17)
+// also gets EPERM for capset: it holds no capability, and none may be asked for.
+enum class job_filter { ordinary, scoped };
+
 // Loads the filter into the calling process (needs no_new_privs first). False with `err`.
-bool install_job_filter(std::string& err);
+bool install_job_filter(std::string& err, job_filter kind = job_filter::ordinary);
 
 }  // namespace shellctl::io::sandbox
