@@ -5,7 +5,9 @@
 namespace shellctl::io::native {
 namespace {
 
+using store::run_sql;
 using store::statement;
+using store::transaction;
 
 constexpr const char* kSchema = R"(
 CREATE TABLE IF NOT EXISTS native_meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -69,33 +71,6 @@ scope_record read_record(const statement& s) {
   r.cgroup_path = s.text(16);
   return r;
 }
-
-// sqlite3_exec that throws db_error with SQLite's message.
-void run_sql(sqlite3* db, const char* sql) {
-  char* err = nullptr;
-  if (sqlite3_exec(db, sql, nullptr, nullptr, &err) != SQLITE_OK) {
-    std::string what = err ? err : "sqlite error";
-    sqlite3_free(err);
-    throw store::db_error(what, sqlite3_extended_errcode(db));
-  }
-}
-
-// A transaction that rolls back unless committed.
-class transaction {
- public:
-  explicit transaction(sqlite3* db) : db_(db) { run_sql(db_, "BEGIN IMMEDIATE"); }
-  ~transaction() {
-    if (!done_) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
-  }
-  void commit() {
-    run_sql(db_, "COMMIT");
-    done_ = true;
-  }
-
- private:
-  sqlite3* db_;
-  bool done_ = false;
-};
 
 }  // namespace
 

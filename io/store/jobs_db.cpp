@@ -140,7 +140,9 @@ void jobs_db::exec(const char* sql) {
   }
 }
 
-bool jobs_db::insert(const job_row& r) {
+bool jobs_db::insert(const job_row& r) { return insert_row(db_, r); }
+
+bool insert_row(sqlite3* db_, const job_row& r) {
   statement s(db_,
               "INSERT INTO jobs (job_id, script_path, output_path, cwd, terminal_cols, "
               "terminal_rows, status, session_name, pane_target, exit_code, reason, message, "

@@ -65,6 +65,10 @@ std::optional<job_row> preview_apply(const job_row& row, const transition& t,
 std::optional<job_row> preview_record_exit(const job_row& row, std::int64_t code,
                                            const std::string& ended_at);
 
+// INSERT of `row` on `db` (jobs_db::insert, and a native scope's admission, which inserts
+// in the same transaction as its charges). False on a duplicate job_id.
+bool insert_row(sqlite3* db, const job_row& row);
+
 class jobs_db {
  public:
   enum class open_mode {

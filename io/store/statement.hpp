@@ -1,7 +1,8 @@
 #pragma once
 // One RAII prepared statement over a SQLite connection, shared by the jobs table
 // (jobs_db.cpp) and the native supervisor's catalogs (io/native): binds, steps, reads
-// columns, and throws db_error with SQLite's message on any failure.
+// columns, and throws db_error with SQLite's message on any failure. Also the statement
+// runner and the write transaction those share.
 #include <sqlite3.h>
 
 #include <cstdint>
@@ -66,6 +67,37 @@ class statement {
   }
   sqlite3* db_;
   sqlite3_stmt* stmt_ = nullptr;
+};
+
+// sqlite3_exec that throws db_error with SQLite's message.
+inline void run_sql(sqlite3* db, const char* sql) {
+  char* err = nullptr;
+  if (sqlite3_exec(db, sql, nullptr, nullptr, &err) != SQLITE_OK) {
+    std::string what = err ? err : "sqlite error";
+    sqlite3_free(err);
+    throw db_error(what, sqlite3_extended_errcode(db));
+  }
+}
+
+// A write transaction (BEGIN IMMEDIATE: the write lock is taken at once, so two writers
+// queue on the busy timeout instead of failing at their first write) that rolls back
+// unless committed.
+class transaction {
+ public:
+  explicit transaction(sqlite3* db) : db_(db) { run_sql(db_, "BEGIN IMMEDIATE"); }
+  ~transaction() {
+    if (!done_) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+  }
+  transaction(const transaction&) = delete;
+  transaction& operator=(const transaction&) = delete;
+  void commit() {
+    run_sql(db_, "COMMIT");
+    done_ = true;
+  }
+
+ private:
+  sqlite3* db_;
+  bool done_ = false;
 };
 
 }  // namespace shellctl::io::store
