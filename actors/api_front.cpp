@@ -23,6 +23,31 @@ front_verdict check_at_front(const io::http::request& req, const std::string& to
   return m;
 }
 
+front_verdict check_at_worker_front(const io::http::request& req, const std::string& token,
+                                    const std::string& identity) {
+  if (!bearer_matches(req.find_header("authorization"), token))
+    return error_response(401, "unauthorized", "Missing or invalid bearer token");
+  if (req.path == "/v1/worker/identity") {
+    if (req.method != "GET" && req.method != "HEAD") {
+      auto r = error_response(405, "method_not_allowed", "Method Not Allowed");
+      r.headers.push_back({"Allow", "GET, HEAD"});
+      return r;
+    }
+    return json_response(200, identity);
+  }
+  auto m = match_route(req.method, req.path);
+  if (m.result == route_match::kind::found) {
+    switch (m.id) {
+      case route::run: case route::list: case route::status: case route::remove:
+      case route::wait: case route::input: case route::terminate: case route::tail:
+        return m;
+      default:
+        return error_response(404, "not_found", "404 page not found");
+    }
+  }
+  return check_at_front(req, token);  // 404 or 405, as the ordinary front says them
+}
+
 bool bearer_matches(const std::string* authorization, const std::string& token) {
   if (token.empty()) return true;
   if (!authorization) return false;

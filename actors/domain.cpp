@@ -40,6 +40,8 @@ constexpr errc_entry errc_table[] = {
     {job_errc::directory_not_empty, 409, "directory_not_empty"},
     {job_errc::range_not_satisfiable, 416, "range_not_satisfiable"},
     {job_errc::file_io_failed, 500, "file_io_failed"},
+    {job_errc::job_capacity_exhausted, 409, "job_capacity_exhausted"},
+    {job_errc::input_budget_exhausted, 409, "input_budget_exhausted"},
     {job_errc::internal_error, 500, "internal_error"},
 };
 

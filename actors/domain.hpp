@@ -54,6 +54,9 @@ enum class job_errc : std::uint8_t {
   directory_not_empty,   // 409
   range_not_satisfiable, // 416
   file_io_failed,        // 500: disk full, permissions, I/O (the OS error)
+  // A native scope's worker (native-scopes.md §4.5): admission refused by its budgets.
+  job_capacity_exhausted,  // 409: the scope admitted max_jobs jobs in its lifetime
+  input_budget_exhausted,  // 409: the script and env (or /input's text) exceed input_bytes
   internal_error,        // 500 (last: the table's fallback)
 };
 

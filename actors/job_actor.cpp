@@ -825,6 +825,9 @@ void abandon(self_ptr self) {
 void begin_run(self_ptr self) {
   auto& st = self->state;
   auto& spec = st.run->spec;
+  // In a native scope's worker the insert is the admission: the script and the env JSON
+  // are the input it charges (§4.5).
+  std::uint64_t input_charge = 0;
   // The files first: the runner may start reading them as soon as the session exists.
   try {
     io::json::writer env;
@@ -833,6 +836,7 @@ void begin_run(self_ptr self) {
     env.end_object();
     std::string env_json = env.finish();
     env_json.pop_back();  // the writer's trailing newline is for HTTP bodies
+    input_charge = spec.script.size() + env_json.size();
     dir(self).write_inputs(spec.script, env_json, st.output_abs);
     st.timeline.mark(job_mark::files_written);
     std::string why;
@@ -852,14 +856,20 @@ void begin_run(self_ptr self) {
   st.start_guard = guard_answer(
       self, st.run->reply, st.cfg.pipe_ready_timeout + std::chrono::seconds(5),
       "the job is not started: it will be recorded as failed (start_failed)");
-  store_request(self, store_insert{st.row}, [self](store_reply& r) {
+  store_request(self, store_insert{st.row, input_charge}, [self](store_reply& r) {
     auto& st = self->state;
     st.timeline.mark(job_mark::row_inserted);
     if (r.ok && r.changed) log_lifecycle(self, "created");
     if (r.ok && r.changed && start_cut_short(self)) return;
     if (!r.ok || !r.changed) {
       remove_job_files(self);
-      if (!r.ok)
+      if (r.ok && !r.refused.empty())
+        st.run->reply.fail(r.refused == "job_capacity_exhausted" ? job_errc::job_capacity_exhausted
+                                                                 : job_errc::input_budget_exhausted,
+                           r.refused == "job_capacity_exhausted"
+                               ? "The scope admitted all the jobs its limits allow"
+                               : "The job's script and environment exceed the scope's input budget");
+      else if (!r.ok)
         st.run->reply.fail(job_errc::internal_error, r.error);
       else
         st.run->reply.fail(job_errc::job_id_collision, "Failed to allocate a unique job id");

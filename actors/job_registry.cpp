@@ -77,6 +77,25 @@ std::string check_job_home(const job_settings& cfg, const run_spec& spec, std::s
   return "";
 }
 
+// Where `cwd` (absolute, cleaned) is in the worker's own view: the same path, except in a
+// native scope's worker, whose jobs see the scoped world (io/proc/scoped_world.hpp).
+std::string scoped_view(const job_settings& cfg, const std::string& cwd) {
+  if (cfg.scoped_payload.empty()) return cwd;
+  const std::pair<const char*, const char*> writable[] = {
+      {"/home/dify", "/home"}, {"/workspace", "/workspace"}, {"/tmp", "/tmp"}};
+  for (const auto& [inside, sub] : writable) {
+    const std::string in = inside;
+    if (cwd == in || cwd.rfind(in + "/", 0) == 0)
+      return cfg.scoped_payload + sub + cwd.substr(in.size());
+  }
+  for (const char* tree : {"/usr", "/bin", "/sbin", "/lib", "/lib64", "/etc"}) {
+    const std::string t = tree;
+    if (cwd == t || cwd.rfind(t + "/", 0) == 0)
+      return (cfg.scoped_image_root == "/" ? "" : cfg.scoped_image_root) + cwd;
+  }
+  return cfg.scoped_payload + "/no-such-directory";  // nothing else is in the world
+}
+
 caf::result<job_result> admit(self_ptr self, run_request& req) {
   auto& st = self->state;
   auto& spec = req.spec;
@@ -87,14 +106,16 @@ caf::result<job_result> admit(self_ptr self, run_request& req) {
   if (io::sandbox::has_control_chars(given))
     return make_job_error(job_errc::invalid_cwd, "cwd must not contain control characters");
   std::string cwd = io::fs::absolute_clean(given);
-  if (given.empty() || !io::fs::is_dir(cwd))
+  if (given.empty() || !io::fs::is_dir(scoped_view(st.cfg, cwd)))
     return make_job_error(job_errc::invalid_cwd, "cwd is not a directory: " + given);
   // tmux allocates the whole screen (and we keep no scrollback): the size is bounded.
   if (spec.cols < 0 || spec.cols > 4096 || spec.rows < 0 || spec.rows > 4096)
     return make_job_error(job_errc::validation_error,
                           "terminal cols and rows must be between 1 and 4096");
-  if (auto why = check_job_home(st.cfg, spec, spec.home_view); !why.empty())
-    return make_job_error(job_errc::validation_error, why);
+  // A scope's job has the scope's HOME, whatever the request says (the runner sets it).
+  if (st.cfg.scoped_payload.empty())
+    if (auto why = check_job_home(st.cfg, spec, spec.home_view); !why.empty())
+      return make_job_error(job_errc::validation_error, why);
   std::string id;
   for (int attempt = 0; attempt < 20 && id.empty(); ++attempt) {
     std::string candidate = random_job_id();

@@ -28,12 +28,23 @@ store_reply guarded(F f) {
 }  // namespace
 
 job_store_actor::behavior_type job_store(job_store_actor::pointer self,
-                                         std::shared_ptr<io::store::jobs_db> db) {
+                                         std::shared_ptr<io::store::jobs_db> db,
+                                         std::shared_ptr<io::native::worker_budget> budget) {
   return {
-      [db](store_insert& m) {
+      [db, budget](store_insert& m) {
         return guarded([&] {
           store_reply r;
-          r.changed = db->insert(m.row);
+          if (budget) {
+            using io::native::admission;
+            switch (budget->admit(m.row, m.input_charge)) {
+              case admission::admitted: r.changed = true; break;
+              case admission::duplicate_job: r.changed = false; break;
+              case admission::job_capacity_exhausted: r.refused = "job_capacity_exhausted"; break;
+              case admission::input_budget_exhausted: r.refused = "input_budget_exhausted"; break;
+            }
+          } else {
+            r.changed = db->insert(m.row);
+          }
           r.row = db->get(m.row.job_id);
           return r;
         });

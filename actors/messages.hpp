@@ -202,6 +202,8 @@ struct info_request {};
 // ---------------------------------------------------------------- job_store (SQLite)
 struct store_insert {
   job_row row;
+  // In a native scope's worker: the input bytes admission charges (script + env JSON).
+  std::uint64_t input_charge = 0;
 };
 struct store_apply {
   std::string job_id;
@@ -226,6 +228,9 @@ struct store_reply {
   bool transient = false;  // !ok for a reason that passes (disk full, I/O, busy): retry
   bool changed = false;
   std::optional<job_row> row;  // the row after the operation (nullopt: no such row)
+  // A native scope's budget refused the insert: "job_capacity_exhausted" or
+  // "input_budget_exhausted" (nothing was inserted or charged). "" otherwise.
+  std::string refused;
 };
 struct store_rows {
   bool ok = true;

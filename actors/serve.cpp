@@ -26,6 +26,8 @@
 #include "io/fs/file_roots.hpp"
 #include "io/fs/files.hpp"
 #include "io/http/server.hpp"
+#include "io/json/json.hpp"
+#include "io/native/worker_budget.hpp"
 #include "io/sandbox/cgroups.hpp"
 #include "io/sandbox/landlock.hpp"
 #include "io/sandbox/namespaces.hpp"
@@ -157,6 +159,18 @@ int serve(const io::config::serve_config& cfg, const io::sandbox::namespace_prob
   js.runner_policy_env = cfg.isolation_env;
   js.runner_policy_env.emplace_back("SHELLCTL_STATE_DIR", js.state_dir);
   js.isolation = cfg.isolation;
+  const auto& worker = cfg.worker;
+  if (worker.on) {
+    // A native scope's worker: its jobs run in the scoped world (io/proc/scoped_world.hpp).
+    js.default_cwd = "/home/dify";
+    js.isolation = false;
+    js.scoped_payload = worker.payload;
+    js.scoped_image_root = worker.image_root;
+    js.runner_policy_env.insert(js.runner_policy_env.end(), worker.runner_env.begin(),
+                                worker.runner_env.end());
+    sandbox_text = "native scope " + worker.scope_id + " generation " +
+                   std::to_string(worker.generation);
+  }
 
   // E5: the job root, decided once. A root that was asked for and cannot be used, or
   // limits without their controllers, stop startup; finding none by detection is the
@@ -186,6 +200,7 @@ int serve(const io::config::serve_config& cfg, const io::sandbox::namespace_prob
   }
 
   std::shared_ptr<io::store::jobs_db> db;
+  std::shared_ptr<io::native::worker_budget> budget;  // a worker's admissions (§4.5)
   try {
     for (auto& d : {js.state_dir, js.runtime_dir, js.state_dir + "/jobs", js.runtime_dir + "/bin"}) {
       io::fs::make_dirs(d, 0700);
@@ -193,6 +208,7 @@ int serve(const io::config::serve_config& cfg, const io::sandbox::namespace_prob
     db = std::make_shared<io::store::jobs_db>(js.state_dir + "/shellctl.db",
                                               js.sqlite_busy_timeout_ms,
                                               io::store::jobs_db::open_mode::create_schema);
+    if (worker.on) budget = std::make_shared<io::native::worker_budget>(js.state_dir + "/shellctl.db");
     install_runner(js.runner_link, log);
     js.state_dir_canonical = io::fs::canonical_or(js.state_dir);
     js.server_home_canonical = io::fs::canonical_or(cfg.home);
@@ -209,8 +225,9 @@ int serve(const io::config::serve_config& cfg, const io::sandbox::namespace_prob
   // A few messages per job need no stealing.
   sys_cfg.set("scheduler.policy", caf::atom("sharing"));
   caf::actor_system sys{sys_cfg};
-  auto store = sys.spawn<caf::detached>(job_store, db);
-  db.reset();  // the store's thread is the only user from here on
+  auto store = sys.spawn<caf::detached>(job_store, db, budget);
+  db.reset();
+  budget.reset();  // the store's thread is the only user from here on
   // Detached: its writes to the control client block while a stopped tmux server does not
   // read, and that must never hold a scheduler thread.
   auto tmux = sys.spawn<caf::detached>(tmux_server, js.tmux_socket,
@@ -270,6 +287,12 @@ int serve(const io::config::serve_config& cfg, const io::sandbox::namespace_prob
   io::http::server_config http_cfg;
   http_cfg.host = cfg.listen_host;
   http_cfg.port = cfg.listen_port;
+  if (worker.on) {
+    // The control socket: its supervisor alone (its uid, by the kernel's word), then the
+    // worker control token (native-scopes.md §5).
+    http_cfg.unix_path = worker.control_socket;
+    http_cfg.accept_peer = [uid = worker.peer_uid](int, unsigned peer) { return peer == uid; };
+  }
   http_cfg.max_connections = cfg.max_connections;
   http_cfg.max_buffered_bytes = cfg.max_buffered_bytes;
   if (log.min_level() <= io::log::level::info) http_cfg.access_log = log.format();
@@ -295,8 +318,20 @@ int serve(const io::config::serve_config& cfg, const io::sandbox::namespace_prob
   const std::string info = server_info_json(
       {SHELLCTL_VERSION, cfg.isolation && abi > 0 ? std::optional<int>(abi) : std::nullopt,
        !js.cgroup_root.empty()});
-  http_cfg.head_check = [token, info](io::http::request& head) -> std::optional<io::http::response> {
-    auto verdict = check_at_front(head, token, info);
+  std::string identity;
+  if (worker.on) {
+    io::json::writer w;
+    w.begin_object();
+    w.key("scope_id").value(worker.scope_id);
+    w.key("generation").value(static_cast<std::int64_t>(worker.generation));
+    w.end_object();
+    identity = w.finish();
+  }
+  auto check = [token, info, identity, on = worker.on](const io::http::request& req) {
+    return on ? check_at_worker_front(req, token, identity) : check_at_front(req, token, info);
+  };
+  http_cfg.head_check = [check](io::http::request& head) -> std::optional<io::http::response> {
+    auto verdict = check(head);
     if (auto* answer = std::get_if<io::http::response>(&verdict)) {
       // Refusals end the connection before the body; /healthz is answered after it.
       if (answer->status >= 400) return std::move(*answer);
@@ -311,13 +346,13 @@ int serve(const io::config::serve_config& cfg, const io::sandbox::namespace_prob
   };
   // The handler runs on the loop thread only: `next_edge` needs no synchronization.
   std::size_t next_edge = 0;
-  io::http::server front(http_cfg, [&edges, &next_edge, token, info](io::http::request&& req,
-                                                                     io::http::responder resp) {
+  io::http::server front(http_cfg, [&edges, &next_edge, check](io::http::request&& req,
+                                                               io::http::responder resp) {
     route_match route;
     if (auto* decided = std::any_cast<route_match>(&req.accepted)) {
       route = std::move(*decided);
     } else {
-      auto verdict = check_at_front(req, token, info);
+      auto verdict = check(req);
       if (auto* answer = std::get_if<io::http::response>(&verdict)) {
         resp.send(std::move(*answer));
         return;
@@ -331,9 +366,11 @@ int serve(const io::config::serve_config& cfg, const io::sandbox::namespace_prob
     front.listen();
   } catch (const std::exception& e) {
     log.say(io::log::level::error, std::string("shellctl: ") + e.what());
+    if (worker.on_listening) worker.on_listening(e.what());
     stop_all();
     return 1;
   }
+  if (worker.on_listening) worker.on_listening("");
 
   // D8: every row is settled against tmux and the files on disk. Job requests that
   // arrive meanwhile wait in the registry's mailbox; a failure stops the server. The
@@ -360,7 +397,7 @@ int serve(const io::config::serve_config& cfg, const io::sandbox::namespace_prob
             });
   });
   log.say(io::log::level::info,
-          "shellctl serving on " + cfg.listen_text + " (auth " + (cfg.token.empty() ? "off" : "on") +
+          "shellctl serving on " + (worker.on ? worker.control_socket : cfg.listen_text) + " (auth " + (cfg.token.empty() ? "off" : "on") +
               ", " + sandbox_text + ", state dir " + js.state_dir + ")",
           {{"listen", cfg.listen_text},
            {"auth", cfg.token.empty() ? "off" : "on"},

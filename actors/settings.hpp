@@ -32,6 +32,11 @@ struct job_settings {
   // group and session fallback) and the limits each job cgroup gets.
   std::string cgroup_root;
   io::sandbox::cgroups::job_limits job_limits;
+  // A native scope's worker (native-scopes.md §4.5, §6): jobs run in the scoped world, so a
+  // cwd names a path there: /home/dify, /workspace and /tmp are the payload's home/,
+  // workspace/ and tmp/ (checked there), the rest is the image. "" = an ordinary server.
+  std::string scoped_payload;
+  std::string scoped_image_root;
   std::chrono::milliseconds pipe_ready_timeout{10000};
   // How long a PTY job whose runner exited may wait for the output pipe's finalizer
   // before the exit is recorded without it (decision D8: never stuck).

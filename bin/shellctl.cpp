@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "actors/native_supervisor.hpp"
+#include "actors/native_worker.hpp"
 #include "actors/serve.hpp"
 #include "io/config/serve_config.hpp"
 #include "io/sandbox/namespaces.hpp"
@@ -42,6 +43,9 @@ void scrub_token(int argc, char** argv, char** envp) {
 
 int main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);  // a vanished peer is an error return, not a death
+  // A native scope's worker, started by its supervisor (native-scopes.md §5).
+  if (argc >= 2 && std::string_view(argv[1]) == "native-worker")
+    return shellctl::actors::native_worker_main(argc - 1, argv + 1);
   // Probed first, before any thread exists (it forks) and while the process is still
   // dumpable: a non-dumpable probe child cannot be mapped by a non-root server, though the
   // runner's children can. This exposes nothing new: until the prctl below and the scrub,

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -51,6 +52,22 @@ struct serve_config {
     std::size_t max_scopes = 16;                                  // SHELLCTL_NATIVE_MAX_SCOPES
     std::chrono::nanoseconds max_deadline = std::chrono::hours(24);  // _MAX_DEADLINE
   } native;
+  // A native scope's worker (native-scopes.md §5): the ordinary job server, set up by
+  // `shellctl native-worker` (never by flags), serving its scope's jobs on a private
+  // control socket to its supervisor alone, with the scope's budgets and job sandbox.
+  struct worker_settings {
+    bool on = false;
+    std::string control_socket;  // the Unix socket it listens on
+    unsigned peer_uid = 0;       // the only uid that may connect (SO_PEERCRED)
+    std::string scope_id;
+    std::uint64_t generation = 0;
+    std::string payload;           // the payload tmpfs (home/ workspace/ tmp/)
+    std::string image_root = "/";
+    // The runner's scoped settings (SHELLCTL_NATIVE_JOB_*, io/proc/runner.hpp).
+    std::vector<std::pair<std::string, std::string>> runner_env;
+    // Called once: "" when the control socket listens, else why serving failed first.
+    std::function<void(const std::string& error)> on_listening;
+  } worker;
   // The environment the tmux server starts with (decision D10): ours minus TMUX* and
   // SHELLCTL_*.
   std::vector<std::string> tmux_env;

@@ -18,7 +18,13 @@ namespace shellctl::io::http {
 
 struct connection {
   server::impl* srv = nullptr;
-  uv_tcp_t tcp;
+  // The socket: TCP, or a Unix socket (server_config::unix_path); both are streams.
+  union {
+    uv_tcp_t tcp;
+    uv_pipe_t pipe;
+  } sock;
+  uv_stream_t* stream() { return reinterpret_cast<uv_stream_t*>(&sock); }
+  uv_handle_t* handle() { return reinterpret_cast<uv_handle_t*>(&sock); }
   uv_timer_t timer;
   request_parser parser;
   std::deque<std::shared_ptr<slot>> pending;  // in request order; front answers first

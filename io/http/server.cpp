@@ -28,6 +28,7 @@
 #include <netdb.h>
 #include <unistd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include "io/http/bridge.hpp"
 #include "io/http/connection.hpp"
@@ -65,7 +66,11 @@ struct server::impl {
   server_config cfg;
   request_handler handler;
   uv_loop_t loop;
-  uv_tcp_t listener;
+  // TCP, or a Unix socket (cfg.unix_path).
+  union {
+    uv_tcp_t tcp;
+    uv_pipe_t pipe;
+  } listener;
   uv_async_t async;
   uv_signal_t sigint, sigterm;
   uv_timer_t grace_timer;
@@ -98,8 +103,11 @@ struct server::impl {
     async.data = this;
     hub->async = &async;
     hub->loop_local = &local_ops;
-    uv_tcp_init(&loop, &listener);
-    listener.data = this;
+    if (cfg.unix_path.empty())
+      uv_tcp_init(&loop, &listener.tcp);
+    else
+      uv_pipe_init(&loop, &listener.pipe, 0);
+    listener.tcp.data = this;  // the common handle prefix
     uv_timer_init(&loop, &grace_timer);
     grace_timer.data = this;
   }
@@ -186,6 +194,7 @@ struct server::impl {
 
   // ---- listening ---------------------------------------------------------------------------
   void listen() {
+    if (!cfg.unix_path.empty()) return listen_unix();
     std::string host = cfg.host;
     if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
       host = host.substr(1, host.size() - 2);
@@ -209,16 +218,35 @@ struct server::impl {
         pick = a;
         break;
       }
-    int rc = uv_tcp_bind(&listener, pick->ai_addr, 0);
+    int rc = uv_tcp_bind(&listener.tcp, pick->ai_addr, 0);
     freeaddrinfo(res);
     if (rc == 0) rc = uv_listen(reinterpret_cast<uv_stream_t*>(&listener), kBacklog, on_accept);
     if (rc != 0) fail(uv_strerror(rc));
     sockaddr_storage ss{};
     int len = sizeof ss;
-    uv_tcp_getsockname(&listener, reinterpret_cast<sockaddr*>(&ss), &len);
+    uv_tcp_getsockname(&listener.tcp, reinterpret_cast<sockaddr*>(&ss), &len);
     bound_port = ntohs(ss.ss_family == AF_INET6
                            ? reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port
                            : reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
+    listening = true;
+  }
+
+  // A Unix socket, created 0600 (the umask is set around bind: the socket is never
+  // connectable by others, not even for an instant). A stale socket file is replaced.
+  void listen_unix() {
+    auto fail = [&](const std::string& why) {
+      throw std::runtime_error("listen unix " + cfg.unix_path + ": " + why);
+    };
+    struct stat st {};
+    if (::lstat(cfg.unix_path.c_str(), &st) == 0) {
+      if (!S_ISSOCK(st.st_mode)) fail("exists and is not a socket");
+      ::unlink(cfg.unix_path.c_str());
+    }
+    const mode_t old = ::umask(0177);
+    int rc = uv_pipe_bind(&listener.pipe, cfg.unix_path.c_str());
+    ::umask(old);
+    if (rc == 0) rc = uv_listen(reinterpret_cast<uv_stream_t*>(&listener), kBacklog, on_accept);
+    if (rc != 0) fail(uv_strerror(rc));
     listening = true;
   }
 
@@ -232,13 +260,27 @@ struct server::impl {
     auto* c = new connection(
         parser_limits{s->cfg.max_body_bytes, s->cfg.max_header_bytes, s->cfg.max_request_line});
     c->srv = s;
-    uv_tcp_init(&s->loop, &c->tcp);
-    c->tcp.data = c;
+    const bool unix_socket = !s->cfg.unix_path.empty();
+    if (unix_socket)
+      uv_pipe_init(&s->loop, &c->sock.pipe, 0);
+    else
+      uv_tcp_init(&s->loop, &c->sock.tcp);
+    c->sock.tcp.data = c;  // the common handle prefix
     c->open_handles = 1;
-    if (int rc = uv_accept(l, reinterpret_cast<uv_stream_t*>(&c->tcp)); rc < 0) {
+    int rc = uv_accept(l, c->stream());
+    // A Unix peer is decided by its credentials before one byte of it is read.
+    if (rc == 0 && unix_socket && s->cfg.accept_peer) {
+      uv_os_fd_t fd = -1;
+      ucred cred{};
+      socklen_t len = sizeof cred;
+      const bool known = uv_fileno(c->handle(), &fd) == 0 &&
+                         ::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0;
+      if (!known || !s->cfg.accept_peer(cred.pid, cred.uid)) rc = UV_EACCES;
+    }
+    if (rc < 0) {
       // EMFILE and friends: log, drop this one, keep serving the others.
       s->log_accept_error(rc);
-      uv_close(reinterpret_cast<uv_handle_t*>(&c->tcp),
+      uv_close(c->handle(),
                [](uv_handle_t* h) { delete static_cast<connection*>(h->data); });
       return;
     }
@@ -251,16 +293,16 @@ struct server::impl {
                std::to_string(body.size()) + "\r\n\r\n" + body;
       }();
       uv_buf_t b = uv_buf_init(const_cast<char*>(busy.data()), static_cast<unsigned>(busy.size()));
-      uv_try_write(reinterpret_cast<uv_stream_t*>(&c->tcp), &b, 1);
+      uv_try_write(c->stream(), &b, 1);
       s->log_refused();
-      uv_close(reinterpret_cast<uv_handle_t*>(&c->tcp),
+      uv_close(c->handle(),
                [](uv_handle_t* h) { delete static_cast<connection*>(h->data); });
       return;
     }
     uv_timer_init(&s->loop, &c->timer);
     c->timer.data = c;
     c->open_handles = 2;
-    uv_tcp_nodelay(&c->tcp, 1);
+    if (!unix_socket) uv_tcp_nodelay(&c->sock.tcp, 1);
     c->next = s->conns;
     if (s->conns) s->conns->prev = c;
     s->conns = c;
@@ -310,13 +352,13 @@ struct server::impl {
   void start_reading(connection* c) {
     if (c->reading || c->closing) return;
     c->reading = true;
-    uv_read_start(reinterpret_cast<uv_stream_t*>(&c->tcp), on_alloc, on_read);
+    uv_read_start(c->stream(), on_alloc, on_read);
   }
 
   void stop_read(connection* c) {
     if (!c->reading) return;
     c->reading = false;
-    uv_read_stop(reinterpret_cast<uv_stream_t*>(&c->tcp));
+    uv_read_stop(c->stream());
   }
 
   static void on_alloc(uv_handle_t* h, std::size_t, uv_buf_t* buf) {
@@ -866,7 +908,7 @@ struct server::impl {
     }
     b->req.data = b;
     c->queued += b->bytes;
-    int rc = uv_write(&b->req, reinterpret_cast<uv_stream_t*>(&c->tcp), b->bufs.data(),
+    int rc = uv_write(&b->req, c->stream(), b->bufs.data(),
                       static_cast<unsigned>(b->bufs.size()), on_write);
     if (rc < 0) {
       c->queued -= b->bytes;
@@ -918,7 +960,7 @@ struct server::impl {
     c->shutting_down = true;
     auto* req = new uv_shutdown_t;
     req->data = c;
-    int rc = uv_shutdown(req, reinterpret_cast<uv_stream_t*>(&c->tcp), [](uv_shutdown_t* r, int st) {
+    int rc = uv_shutdown(req, c->stream(), [](uv_shutdown_t* r, int st) {
       auto* cc = static_cast<connection*>(r->data);
       delete r;
       if (cc->closing) return;
@@ -965,7 +1007,7 @@ struct server::impl {
       auto* cc = static_cast<connection*>(h->data);
       if (--cc->open_handles == 0) delete cc;
     };
-    uv_close(reinterpret_cast<uv_handle_t*>(&c->tcp), closed);
+    uv_close(c->handle(), closed);
     uv_close(reinterpret_cast<uv_handle_t*>(&c->timer), closed);
   }
 

@@ -120,6 +120,12 @@ using request_handler = std::function<void(request&&, responder)>;
 struct server_config {
   std::string host = "127.0.0.1";
   std::uint16_t port = 8765;
+  // Listen on this Unix socket (created 0600, a stale one replaced) instead of host:port:
+  // a native scope worker's control socket (native-scopes.md §5).
+  std::string unix_path;
+  // Unix socket only: decides on each connection by its peer's kernel credentials
+  // (SO_PEERCRED) before anything of it is read; false closes it. Loop thread, no blocking.
+  std::function<bool(int pid, unsigned uid)> accept_peer;
   // Decides on a request as soon as its head (request line and headers) is complete, before
   // one body byte is read: an answer here (401, 404, 405) is sent, then the connection is
   // closed without reading the body. Called on the loop thread; must not block.

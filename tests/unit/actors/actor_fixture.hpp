@@ -210,7 +210,7 @@ struct fixture {
     js.server_home_canonical = "/tmp";
     js.runner_link = dir + "/runtime/bin/shellctl-runner";
     js.isolation = false;
-    store_actor = sys->spawn(job_store, db);
+    store_actor = sys->spawn(job_store, db, std::shared_ptr<io::native::worker_budget>{});
     tmux = sys->spawn(tmux_stand_in, alive_sessions, &seen);
     watcher = sys->spawn(watcher_stand_in, &seen);
     cleanup = sys->spawn(cleanup_worker);
