@@ -401,6 +401,7 @@ void settle(self_ptr self) {
     disk.emplace();
     disk->drained_marker = has(self, files::pipe_drained);
     disk->failed_marker = has(self, files::pipe_failed);
+    disk->overflow_marker = has(self, files::output_overflow);
     disk->record = dir(self).read_exit_record();
   }
   // A recovery waits for the decision's write (the startup retention GC reads the rows).
@@ -425,6 +426,17 @@ void settle(self_ptr self) {
         self->delayed_send(self, std::chrono::milliseconds(200), settle_retry{});
       }
       recovery_settled(self);  // no evidence yet: the row stays as it is for now
+      return;
+    case settle_action::output_overflow:
+      // The whole tree goes: with the row terminal, its cgroup is ended (§E5); without one,
+      // the pane's process group (the runner, whose init takes the namespace with it).
+      if (st.cgroup.empty() && st.pane_pid > 0)
+        io::tmux::kill_pane_process_group(st.pane_pid, st.dir);
+      apply(self, transition{job_status::failed, live_statuses, std::string("output_budget_exhausted"),
+                             std::string("The job's output exceeded the scope's output budget; "
+                                         "it was stopped."),
+                             {}, false},
+            stored);
       return;
     case settle_action::pipe_failed:
       apply(self, transition{job_status::failed, live_statuses, std::string("pipe_failed"),
@@ -750,7 +762,7 @@ void start_session(self_ptr self) {
   std::vector<std::string> lines = {io::tmux::new_session_line(session)};
   if (is_pty(self)) {
     dir(self).forget(files::pipe_end);
-    io::tmux::pipe_settings pipe{st.cfg.sanitizer, nonce};
+    io::tmux::pipe_settings pipe{st.cfg.sanitizer, nonce, st.cfg.budget_helper, st.cfg.budget_db};
     auto program = io::tmux::pipe_program(dir(self), st.output_abs, pipe);
     for (auto& l : io::tmux::attach_pipe_lines(pane(self), program)) lines.push_back(l);
     st.pipe_attached = true;  // from here on a sanitizer may be writing the log
@@ -1389,7 +1401,8 @@ job_actor_type::behavior_type job_actor(job_actor_type::stateful_pointer<job_sta
         if (st.phase == job_phase::awaiting_pipe && m.names.count(files::pipe_ready))
           open_gate(self);
         static const char* const state_files[] = {files::exit_code, files::ended_at,
-                                                  files::pipe_drained, files::pipe_failed};
+                                                  files::pipe_drained, files::pipe_failed,
+                                                  files::output_overflow};
         for (auto f : state_files)
           if (m.names.count(f)) {
             settle(self);

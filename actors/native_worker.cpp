@@ -76,6 +76,9 @@ bool set_up(const io::native::worker_setup& s, std::string& err) {
   ::setsid();
   if (!io::sandbox::bring_loopback_up(err)) return false;
   if (!io::sandbox::make_mounts_private(err)) return false;
+  // A procfs of our PID namespace: the pids tmux and the runner report (a pane's, a job's
+  // processes) are ours, and the job actors find, signal and end processes by them.
+  if (!io::sandbox::mount_proc("/proc", err)) return false;
   // /run of our own (the host's is not needed here), then the scope's storage in it.
   if (!io::sandbox::mount_tmpfs("/run", "mode=0755,size=64k", err) ||
       !io::fs::make_dirs(kRun, 0755, err))
@@ -172,6 +175,31 @@ int native_worker_main(int argc, char** argv) {
   io::sandbox::namespace_probe probe;
   probe.available = io::sandbox::namespaces_available(probe.why);
   return serve(cfg, probe);
+}
+
+int native_budget_main(int argc, char** argv) {
+  std::string db;
+  for (int i = 1; i + 1 < argc; ++i)
+    if (std::string_view(argv[i]) == "--db") db = argv[i + 1];
+  if (db.empty()) {
+    std::fputs("usage: shellctl native-budget --db PATH (run by a scope's output copiers)\n", stderr);
+    return 2;
+  }
+  try {
+    io::native::worker_budget budget(db);
+    // One line per reservation, answered at once: "reserve <n>" -> "<granted>".
+    char line[64];
+    while (std::fgets(line, sizeof line, stdin) != nullptr) {
+      std::uint64_t n = 0;
+      if (std::sscanf(line, "reserve %20lu", &n) != 1) break;
+      std::printf("%llu\n", static_cast<unsigned long long>(budget.reserve_output(n)));
+      std::fflush(stdout);
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "shellctl: native budget: %s\n", e.what());
+    return 1;
+  }
+  return 0;
 }
 
 }  // namespace shellctl::actors

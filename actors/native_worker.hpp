@@ -15,4 +15,8 @@ namespace shellctl::actors {
 // Returns the process exit code. `argv[0]` is "native-worker".
 int native_worker_main(int argc, char** argv);
 
+// `shellctl native-budget --db PATH`: the output copiers' reservations (one per line on
+// stdin, the grant on stdout) against a worker's budget (io/native/output_budget.hpp).
+int native_budget_main(int argc, char** argv);
+
 }  // namespace shellctl::actors

@@ -170,6 +170,14 @@ int serve(const io::config::serve_config& cfg, const io::sandbox::namespace_prob
                                 worker.runner_env.end());
     sandbox_text = "native scope " + worker.scope_id + " generation " +
                    std::to_string(worker.generation);
+    // The output budget: every byte reserved in the spool's catalog before it is written,
+    // through `shellctl native-budget` (this very binary) from the sanitizer and the runner.
+    char exe[4096];
+    const ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
+    js.budget_helper = n > 0 ? std::string(exe, static_cast<std::size_t>(n)) : "shellctl";
+    js.budget_db = js.state_dir + "/shellctl.db";
+    js.runner_policy_env.emplace_back("SHELLCTL_NATIVE_JOB_BUDGET_HELPER", js.budget_helper);
+    js.runner_policy_env.emplace_back("SHELLCTL_NATIVE_JOB_BUDGET_DB", js.budget_db);
   }
 
   // E5: the job root, decided once. A root that was asked for and cannot be used, or

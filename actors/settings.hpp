@@ -37,6 +37,10 @@ struct job_settings {
   // workspace/ and tmp/ (checked there), the rest is the image. "" = an ordinary server.
   std::string scoped_payload;
   std::string scoped_image_root;
+  // Its output budget: every output byte is reserved before it is written (the
+  // sanitizer's and the runner's copies, io/native/output_budget.hpp); "" = none.
+  std::string budget_helper;
+  std::string budget_db;
   std::chrono::milliseconds pipe_ready_timeout{10000};
   // How long a PTY job whose runner exited may wait for the output pipe's finalizer
   // before the exit is recorded without it (decision D8: never stuck).

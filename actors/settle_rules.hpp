@@ -29,6 +29,7 @@ struct job_facts {
 struct disk_facts {
   bool drained_marker = false;
   bool failed_marker = false;
+  bool overflow_marker = false;  // a native scope's job spent its output budget
   io::fs::exit_record record;
 };
 
@@ -43,6 +44,7 @@ enum class settle_action {
   exited_from_code,  // 2. an exit code is recorded: exited
   record_exit,       // 3. complete artifacts (PTY: drained), or 5a after the finalizer's grace
   read_again,        // the artifacts could not be read (no evidence either way): try soon
+  output_overflow,   // 2b. a native scope's job spent its output budget: failed, tree killed
   pipe_failed,       // 4a. the sanitizer failed while the job runs: failed
   running,           // 4b. a start a crash interrupted, whose session lives: running
   await_finalizer,   // 5a. the runner exited, the pipe is still draining: wait its grace

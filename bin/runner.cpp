@@ -70,8 +70,9 @@ constexpr const char* kHelp =
     "  SHELLCTL_LANDLOCK_RW_DEV_PATHS, SHELLCTL_JOB_NAMESPACES   the sandbox (see shellctl --help)\n"
     "  SHELLCTL_STATE_DIR                                         masked inside every job\n"
     "  SHELLCTL_JOB_CGROUP_ROOT                                   its cgroup: <root>/job-<job_id>\n"
-    "  SHELLCTL_NATIVE_JOB_PAYLOAD, _IMAGE_ROOT, _INPUTS,          a native scope's job (set by\n"
-    "  _SCRIPT_BYTES, _OPEN_FILES, _FILE_BYTES                      its worker): the scoped world\n"
+    "  SHELLCTL_NATIVE_JOB_PAYLOAD, _IMAGE_ROOT, _INPUTS,         a native scope's job (set by\n"
+    "  _SCRIPT_BYTES, _OPEN_FILES, _FILE_BYTES,                   its worker): the scoped world\n"
+    "  _BUDGET_HELPER, _BUDGET_DB                                 and the output budget\n"
     "  HOME, PATH                                                 the job's defaults\n"
     "  <job_dir>/.job-env.json                                    the request's environment\n";
 

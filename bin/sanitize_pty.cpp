@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "io/fs/files.hpp"
+#include "io/native/output_budget.hpp"
 #include "io/pty/sanitizer.hpp"
 #include "io/text/go_flags.hpp"
 
@@ -26,6 +27,9 @@ void usage(FILE* f) {
                "  -drained-file string\n    \tfile created after a clean EOF, before exiting 0\n"
                "  -failed-file string\n    \tfile created before exiting non-zero\n"
                "  -ready-file string\n    \tfile created before reading stdin\n"
+               "  -budget-helper string\n    \ta native scope's job: shellctl, run as `native-budget`\n"
+               "  -budget-db string\n    \tthe scope's catalog, where output is reserved before it is written\n"
+               "  -overflow-file string\n    \tfile created when the output budget is spent\n"
                "  -version\n    \tprint the version\n"
                "\nRun by tmux pipe-pane for every PTY job of shellctl serve: turns terminal output\n"
                "(stdin) into plain UTF-8 lines (stdout). Exit 0 at EOF, 1 on an I/O error.\n"
@@ -44,7 +48,9 @@ void touch(const std::string& path) {
 }
 
 // stdin to stdout until EOF: 0, or 1 after an I/O error (reported on stderr).
-int sanitize(const std::string& end_file, const std::string& end_nonce) {
+int sanitize(const std::string& end_file, const std::string& end_nonce,
+             shellctl::io::native::output_budget& budget, const std::string& overflow_file) {
+  bool overflowed = false;
   shellctl::io::pty::sanitizer s;
   std::string buf(64 * 1024, '\0');
   std::string out;
@@ -67,8 +73,18 @@ int sanitize(const std::string& end_file, const std::string& end_nonce) {
     } else {
       s.feed(std::string_view(buf.data(), static_cast<std::size_t>(r)), out);
     }
-    if (!out.empty() && !shellctl::io::fs::write_all(STDOUT_FILENO, out.data(), out.size()))
-      return fail("write /dev/stdout", errno);
+    // A native scope's job: reserved before it is written; past the budget what fits is
+    // written, the overflow marker made (the worker then fails the job and kills it), and
+    // the rest read and dropped so that the pane never blocks on us.
+    if (!out.empty()) {
+      bool write_failed = false;
+      if (!overflow_file.empty())
+        shellctl::io::native::write_within_budget(budget, STDOUT_FILENO, out.data(), out.size(),
+                                                  overflow_file, overflowed, write_failed);
+      else
+        write_failed = !shellctl::io::fs::write_all(STDOUT_FILENO, out.data(), out.size());
+      if (write_failed) return fail("write /dev/stdout", errno);
+    }
     if (!marker_seen && r > 0) {
       tail.append(buf.data(), static_cast<std::size_t>(r));
       if (tail.find(marker) != std::string::npos) {
@@ -86,6 +102,7 @@ int sanitize(const std::string& end_file, const std::string& end_nonce) {
 
 int main(int argc, char** argv) {
   std::string ready_file, end_file, end_nonce, drained_file, failed_file;
+  std::string budget_helper, budget_db, overflow_file;
   bool have_ready = false;
   // Go flag syntax (io/text/go_flags.hpp).
   shellctl::io::text::go_flag_reader flags(argc, argv, 1);
@@ -108,7 +125,8 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (name != "ready-file" && name != "end-file" && name != "end-marker" &&
-        name != "drained-file" && name != "failed-file") {
+        name != "drained-file" && name != "failed-file" && name != "budget-helper" &&
+        name != "budget-db" && name != "overflow-file") {
       std::fprintf(stderr, "flag provided but not defined: -%.*s\n", static_cast<int>(name.size()),
                    name.data());
       usage(stderr);
@@ -129,6 +147,12 @@ int main(int argc, char** argv) {
       drained_file = *f.value;
     } else if (name == "failed-file") {
       failed_file = *f.value;
+    } else if (name == "budget-helper") {
+      budget_helper = *f.value;
+    } else if (name == "budget-db") {
+      budget_db = *f.value;
+    } else if (name == "overflow-file") {
+      overflow_file = *f.value;
     } else {
       end_nonce = *f.value;
     }
@@ -152,7 +176,19 @@ int main(int argc, char** argv) {
   // so no shell stays resident per job to write them. The drained marker is written while
   // stdout is still open (everything is written by then); the stdout's close, which the
   // server watches (IN_CLOSE_WRITE on output.log), comes after it.
-  const int status = sanitize(end_file, end_nonce);
+  shellctl::io::native::output_budget budget;
+  if (!budget_db.empty()) {
+    std::string err;
+    if (budget_helper.empty() || overflow_file.empty()) {
+      err = "-budget-db needs -budget-helper and -overflow-file";
+      if (overflow_file.empty()) overflow_file = "/dev/null";  // still budgeted: nothing is granted
+    }
+    else
+      budget.start(budget_helper, budget_db, err);
+    // Without a budget nothing is granted: the first output is the overflow.
+    if (!err.empty()) std::fprintf(stderr, "%s: output budget: %s\n", kProg, err.c_str());
+  }
+  const int status = sanitize(end_file, end_nonce, budget, overflow_file);
   const std::string& marker_file = status == 0 ? drained_file : failed_file;
   if (!marker_file.empty()) touch(marker_file);
   return status;

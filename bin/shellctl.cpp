@@ -46,6 +46,8 @@ int main(int argc, char** argv) {
   // A native scope's worker, started by its supervisor (native-scopes.md §5).
   if (argc >= 2 && std::string_view(argv[1]) == "native-worker")
     return shellctl::actors::native_worker_main(argc - 1, argv + 1);
+  if (argc >= 2 && std::string_view(argv[1]) == "native-budget")
+    return shellctl::actors::native_budget_main(argc - 1, argv + 1);
   // Probed first, before any thread exists (it forks) and while the process is still
   // dumpable: a non-dumpable probe child cannot be mapped by a non-root server, though the
   // runner's children can. This exposes nothing new: until the prctl below and the scrub,

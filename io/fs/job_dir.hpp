@@ -18,6 +18,8 @@ inline constexpr const char* pipe_ready = ".pipe-ready";      // the sanitizer i
 inline constexpr const char* pipe_drained = ".pipe-drained";  // it read everything
 inline constexpr const char* pipe_failed = ".pipe-failed";    // it stopped with an error
 inline constexpr const char* pipe_end = ".pipe-end";          // it read the runner's end marker
+// A native scope's job spent its output budget (io/native/output_budget.hpp).
+inline constexpr const char* output_overflow = ".output-overflow";
 inline constexpr const char* pipe_errors = "pipe-error.log";
 inline constexpr const char* exit_code = "runner-exit-code";
 inline constexpr const char* ended_at = "runner-ended-at";

@@ -23,6 +23,7 @@
 #include <functional>
 #include <string_view>
 
+#include "io/native/output_budget.hpp"
 #include "io/proc/gate_latch.hpp"
 #include "io/proc/job_env.hpp"
 #include "io/proc/job_init.hpp"
@@ -458,6 +459,10 @@ class child_process {
   // Starts the job and waits for its main process (and, in stdio mode, for EOF on both
   // streams). Returns the code for the artifacts.
   int run(int out_file, int err_file) {
+    // A scope's settings are checked before anything starts: said by the runner itself
+    // (its stderr), not by the job's init, whose stderr is the job's budgeted output.
+    if (opts_.sandbox.scoped.on && !opts_.sandbox.scoped.malformed.empty())
+      return refuse("sandbox", "malformed " + opts_.sandbox.scoped.malformed);
     const std::string script = join_path(absolute(opts_.job_dir), io::fs::job_files::script);
     auto c_env = c_strings(env_);
 
@@ -618,6 +623,17 @@ class child_process {
     }
 
     capture streams[2] = {{"stdout", out_pipe[0], out_file}, {"stderr", err_pipe[0], err_file}};
+    // A native scope's job: every byte of stdout and stderr is reserved in the scope's
+    // output budget before it is written (io/native/output_budget.hpp). Past it, what fits
+    // is written, the overflow marker made and the job's whole namespace killed at once.
+    io::native::output_budget budget;
+    bool overflowed = false;
+    const std::string overflow_file = join_path(opts_.job_dir, io::fs::job_files::output_overflow);
+    if (opts_.sandbox.scoped.on && stdio) {
+      std::string err;
+      if (!budget.start(opts_.sandbox.scoped.budget_helper, opts_.sandbox.scoped.budget_db, err))
+        diag("output budget", err);  // nothing is granted then: no output is written
+    }
     bool capture_failed = false;
     bool exited = false;    // our child (the job, or its init) is gone
     bool finished = false;  // the job's main process is gone and its status known
@@ -625,6 +641,18 @@ class child_process {
     // A SIGCHLD from before the signalfd was lost: the child may be gone already.
     if (::waitpid(pid, &status, WNOHANG) == pid) exited = true;
     std::string buf(64 * 1024, '\0');
+    auto copy = [&](capture& c) {
+      if (!opts_.sandbox.scoped.on) return copy_once(c, buf);
+      bool write_failed = false;
+      const bool ok = copy_once(c, buf, [&](const char* data, std::size_t n) {
+        if (!io::native::write_within_budget(budget, c.file_fd, data, n, overflow_file,
+                                             overflowed, write_failed) &&
+            !exited)
+          ::kill(pid, SIGKILL);  // PID 1 of the job's namespace: the whole tree goes
+        return !write_failed;
+      });
+      return ok;
+    };
     while (!finished || streams[0].pipe_fd >= 0 || streams[1].pipe_fd >= 0) {
       pollfd fds[4];
       nfds_t nfds = 0;
@@ -662,7 +690,7 @@ class child_process {
       if (exited && status_fd < 0) finished = true;
       for (int k = 0; k < 2; ++k) {
         if (slot[k] < 0 || fds[slot[k]].revents == 0) continue;
-        if (!copy_once(streams[k], buf)) capture_failed = true;
+        if (!copy(streams[k])) capture_failed = true;
       }
     }
     if (!finished && !exited) {
@@ -704,7 +732,9 @@ class child_process {
   }
 
   // One read from the pipe; false on a capture error. Closes the pipe at EOF or error.
-  static bool copy_once(capture& s, std::string& buf) {
+  // `write` (a scope's budget) replaces the plain write of what was read.
+  static bool copy_once(capture& s, std::string& buf,
+                        const std::function<bool(const char*, std::size_t)>& write = {}) {
     const ssize_t r = ::read(s.pipe_fd, buf.data(), buf.size());
     if (r < 0) {
       if (errno == EINTR || errno == EAGAIN) return true;
@@ -719,7 +749,8 @@ class child_process {
       return true;
     }
     if (s.write_failed) return false;  // keep draining so the child never blocks on us
-    if (!write_all(s.file_fd, buf.data(), static_cast<std::size_t>(r))) {
+    if (write ? !write(buf.data(), static_cast<std::size_t>(r))
+              : !write_all(s.file_fd, buf.data(), static_cast<std::size_t>(r))) {
       diag(std::string("copy ") + s.name, errno_text(errno));
       s.write_failed = true;
       return false;
@@ -966,6 +997,8 @@ sandbox_settings sandbox_from_env(const char* (*get)(const char*)) {
   if (const char* p = get("SHELLCTL_NATIVE_JOB_PAYLOAD"); p != nullptr) {
     auto& sc = sb.scoped;
     sc.on = true;
+    if (const char* h = get("SHELLCTL_NATIVE_JOB_BUDGET_HELPER"); h != nullptr) sc.budget_helper = h;
+    if (const char* d = get("SHELLCTL_NATIVE_JOB_BUDGET_DB"); d != nullptr) sc.budget_db = d;
     sb.namespaces = true;
     sc.payload = p;
     if (const char* i = get("SHELLCTL_NATIVE_JOB_IMAGE_ROOT"); i != nullptr && *i != '\0')
@@ -975,6 +1008,8 @@ sandbox_settings sandbox_from_env(const char* (*get)(const char*)) {
       if (sc.malformed.empty() && (v.empty() || v[0] != '/')) sc.malformed = name;
     };
     absolute_dir(sc.payload, "SHELLCTL_NATIVE_JOB_PAYLOAD");
+    absolute_dir(sc.budget_helper, "SHELLCTL_NATIVE_JOB_BUDGET_HELPER");
+    absolute_dir(sc.budget_db, "SHELLCTL_NATIVE_JOB_BUDGET_DB");
     absolute_dir(sc.image_root, "SHELLCTL_NATIVE_JOB_IMAGE_ROOT");
     if (!sc.inputs.empty()) absolute_dir(sc.inputs, "SHELLCTL_NATIVE_JOB_INPUTS");
     // Positive decimal integers, nothing else.

@@ -41,6 +41,10 @@ struct scoped_settings {
   std::uint64_t script_bytes = 0;
   std::uint64_t open_files = 0;
   std::uint64_t file_bytes = 0;
+  // The output budget (stdio jobs; io/native/output_budget.hpp): `<helper> native-budget
+  // --db <db>` (SHELLCTL_NATIVE_JOB_BUDGET_HELPER, _BUDGET_DB; both required).
+  std::string budget_helper;
+  std::string budget_db;
   std::string malformed;  // the first setting that could not be read; "" = all fine
 };
 

@@ -31,6 +31,9 @@ std::string pipe_program(const fs::job_dir& dir, const std::string& output_log,
   if (!st.end_nonce.empty())
     s += " '--end-marker' " + sh_quote(st.end_nonce) + " '--end-file' " + q(f::pipe_end);
   s += " '--drained-file' " + q(f::pipe_drained) + " '--failed-file' " + q(f::pipe_failed);
+  if (!st.budget_db.empty())
+    s += " '--budget-helper' " + sh_quote(st.budget_helper) + " '--budget-db' " +
+         sh_quote(st.budget_db) + " '--overflow-file' " + q(f::output_overflow);
   s += " >> " + sh_quote(output_log) + " 2> " + q(f::pipe_errors);
   return s;
 }

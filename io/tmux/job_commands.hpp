@@ -30,6 +30,9 @@ std::optional<long> pane_pid_of(const std::vector<std::string>& new_session_outp
 struct pipe_settings {
   std::string sanitizer;  // shellctl-sanitize-pty
   std::string end_nonce;  // the runner's end marker (empty: no handshake)
+  // A native scope's worker: the output budget (io/native/output_budget.hpp); "" = none.
+  std::string budget_helper;
+  std::string budget_db;
 };
 // The program pipe-pane runs (runtime.md §3.3, the fast path of issue 15): `sh -c` execs
 // the sanitizer, which appends to output.log and writes .pipe-drained or .pipe-failed

@@ -258,21 +258,69 @@ class WorkerAdmission(unittest.TestCase):
                                  timeout_seconds=0.5)
             self.assertEqual(status, 200, body)
 
-            def mentions():
-                found = []
-                for pid in os.listdir("/proc"):
-                    if pid.isdigit():
-                        try:
-                            if marker in open(f"/proc/{pid}/cmdline").read():
-                                found.append(pid)
-                        except OSError:
-                            pass
-                return found
-            wait_until(lambda: mentions(), timeout=30, what="the job's daemon running")
+            wait_until(lambda: processes_with(marker), timeout=30, what="the job's daemon running")
             os.kill(w.worker_pid(), signal.SIGKILL)
-            wait_until(lambda: not mentions(), timeout=30, what="the job's daemon gone")
+            wait_until(lambda: not processes_with(marker), timeout=30, what="the job's daemon gone")
         finally:
             w.close()
+
+
+def processes_with(marker):
+    found = []
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                with open(f"/proc/{pid}/cmdline") as f:
+                    if marker in f.read():
+                        found.append(pid)
+            except OSError:
+                pass
+    return found
+
+
+class OutputBudget(unittest.TestCase):
+    """S16, S20: output is reserved before it is written; past the budget the job is failed
+    (output_budget_exhausted) and its whole tree killed, and no more output is kept."""
+
+    def overflow(self, mode):
+        budget = 3000
+        w = Worker(limits={"output_bytes": budget})
+        try:
+            marker = "ob" + mode + str(os.getpid())
+            status, body = w.run(f"sh -c 'sleep 1000; :' {marker} & "
+                                 "i=0; while [ $i -lt 100000 ]; do echo line-$i; i=$((i+1)); done; "
+                                 "sleep 1000", mode=mode, timeout_seconds=30)
+            self.assertEqual(status, 200, body)
+            job = body["job_id"]
+
+            def ended():
+                st = w.request("GET", f"/v1/jobs/{job}")[1]
+                return st if st["done"] else None
+            st = wait_until(ended, timeout=60, what="the job failed")
+            self.assertEqual((st["status"], st["exit_code"]), ("failed", None), st)
+            # What was kept is within the budget, and it is the job's first lines.
+            status, tail = w.request("GET", f"/v1/jobs/{job}/log/tail?output_limit=524288")
+            self.assertEqual(status, 200, tail)
+            self.assertLessEqual(tail["offset"], budget)
+            self.assertGreater(tail["offset"], budget // 2)
+            self.assertIn("line-0", tail["output"])
+            # Its background process went with it.
+            wait_until(lambda: not processes_with(marker), timeout=30, what="the tree gone")
+            # The budget is spent for the scope: the next job's output is refused at once.
+            status, body = w.run("echo more", mode=mode)
+            job2 = body["job_id"]
+            st2 = wait_until(lambda: (lambda s: s if s["done"] else None)(
+                w.request("GET", f"/v1/jobs/{job2}")[1]), timeout=60, what="the second job")
+            self.assertEqual(st2["status"], "failed", st2)
+            return st
+        finally:
+            w.close()
+
+    def test_stdio_output_past_the_budget_fails_the_job(self):
+        self.overflow("stdio")
+
+    def test_pty_output_past_the_budget_fails_the_job(self):
+        self.overflow("pty")
 
 
 if __name__ == "__main__":

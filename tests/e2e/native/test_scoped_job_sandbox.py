@@ -14,16 +14,21 @@ exists, the payload is a directory this test makes (the worker mounts a finite t
 import json
 import os
 import shutil
+import sqlite3
 import struct
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "helpers"))
-from helper_support import HANG_GUARD, RUNNER, ensure_test_user  # noqa: E402
+from helper_support import BIN_DIR, HANG_GUARD, RUNNER, ensure_test_user  # noqa: E402
+
+SHELLCTL = os.path.join(BIN_DIR, "shellctl")
 
 OPEN_FILES = 64
+OUTPUT_BYTES = 1 << 20
 FILE_BYTES = 1 << 20
 
 # Inside the job: every check's outcome as one JSON line on stdout.
@@ -158,7 +163,35 @@ class ScopedJob(unittest.TestCase):
         self.payload = self.make("payload")
         self.inputs = self.make("inputs")
         self.write("inputs/in.txt", "input bytes\n", 0o444)
-        self.secret = self.write("spool/shellctl.db", "the worker's catalog", 0o600)
+        # The worker's catalog with its budget row (native-scopes.md §5), as the worker makes
+        # it: the output copier reserves every byte there (shellctl native-budget).
+        self.secret = os.path.join(self.spool, "shellctl.db")
+        self.make_budget(OUTPUT_BYTES)
+
+    def make_budget(self, output_bytes):
+        if os.path.exists(self.secret):
+            os.unlink(self.secret)
+        db = sqlite3.connect(self.secret)
+        db.executescript(
+            "CREATE TABLE native_identity(scope_id TEXT NOT NULL, generation INTEGER NOT NULL,"
+            " created_at TEXT NOT NULL);"
+            "CREATE TABLE native_budget(id INTEGER PRIMARY KEY CHECK (id = 1),"
+            " input_limit INTEGER NOT NULL, input_used INTEGER NOT NULL,"
+            " output_limit INTEGER NOT NULL, output_used INTEGER NOT NULL,"
+            " jobs_limit INTEGER NOT NULL, jobs_admitted INTEGER NOT NULL);")
+        db.execute("INSERT INTO native_identity VALUES('scope-a', 1, '2026-12-05T00:00:00Z')")
+        db.execute("INSERT INTO native_budget VALUES(1, 100000, 0, ?, 0, 64, 0)", (output_bytes,))
+        db.commit()
+        db.close()
+        if self.owner:
+            os.chown(self.secret, *self.owner)
+
+    def output_used(self):
+        db = sqlite3.connect(self.secret)
+        try:
+            return db.execute("SELECT output_used FROM native_budget").fetchone()[0]
+        finally:
+            db.close()
 
     def tearDown(self):
         shutil.rmtree(self.tmp, ignore_errors=True)
@@ -187,7 +220,9 @@ class ScopedJob(unittest.TestCase):
                "SHELLCTL_NATIVE_JOB_INPUTS": self.inputs,
                "SHELLCTL_NATIVE_JOB_SCRIPT_BYTES": str(64 * 1024 + 4096),
                "SHELLCTL_NATIVE_JOB_OPEN_FILES": str(OPEN_FILES),
-               "SHELLCTL_NATIVE_JOB_FILE_BYTES": str(FILE_BYTES)}
+               "SHELLCTL_NATIVE_JOB_FILE_BYTES": str(FILE_BYTES),
+               "SHELLCTL_NATIVE_JOB_BUDGET_HELPER": SHELLCTL,
+               "SHELLCTL_NATIVE_JOB_BUDGET_DB": self.secret}
         env.update(extra)
         return env
 
@@ -298,11 +333,31 @@ class ScopedJob(unittest.TestCase):
         for key, value in (("SHELLCTL_NATIVE_JOB_OPEN_FILES", "0"),
                            ("SHELLCTL_NATIVE_JOB_FILE_BYTES", "12x"),
                            ("SHELLCTL_NATIVE_JOB_SCRIPT_BYTES", ""),
-                           ("SHELLCTL_NATIVE_JOB_PAYLOAD", "relative/payload")):
+                           ("SHELLCTL_NATIVE_JOB_PAYLOAD", "relative/payload"),
+                           ("SHELLCTL_NATIVE_JOB_BUDGET_DB", "")):
             _, code, out, err = self.run_job("touch /home/dify/ran\n", env=self.env(**{key: value}))
             self.assertEqual(code, "125", f"{key}={value!r}: out={out!r} err={err!r}")
             self.assertIn(key, err)
             self.assertFalse(os.path.exists(marker))
+
+    def test_output_is_reserved_before_it_is_written(self):
+        _, code, out, _ = self.run_job("echo hello from the scope\n")
+        self.assertEqual((code, out), ("0", "hello from the scope\n"))
+        self.assertEqual(self.output_used(), len(out))
+
+    def test_output_past_the_budget_kills_the_namespace(self):
+        self.make_budget(1000)
+        marker = os.path.join(self.payload, "tmp", "alive")
+        _, code, out, err = self.run_job(
+            "(sleep 3; touch /tmp/alive) & "
+            "i=0; while [ $i -lt 100000 ]; do echo line-$i; i=$((i+1)); done; sleep 100\n")
+        self.assertEqual(len(out), 1000)  # what fits, and not a byte more
+        self.assertTrue(out.startswith("line-0\n"))
+        self.assertEqual(self.output_used(), 1000)
+        self.assertTrue(os.path.exists(os.path.join(self.job_dir, ".output-overflow")))
+        self.assertEqual(code, "-1")  # killed: the whole namespace went at once
+        time.sleep(4)
+        self.assertFalse(os.path.exists(marker), "a background process outlived the overflow")
 
     def test_a_script_larger_than_its_file_system_is_125(self):
         _, code, _, err = self.run_job("echo x\n" + "#" * 5000 + "\n",

@@ -102,3 +102,22 @@ TEST_CASE("rule 5: the session is gone") {
   r.starting = true;
   CHECK(decide_settle(r, artifacts(false, false)) == settle_action::lost);
 }
+
+TEST_CASE("rule 2b: a native scope's job that spent its output budget is failed, whatever else") {
+  for (bool alive : {true, false})
+    for (bool pty : {true, false}) {
+      job_facts j = live_pty();
+      j.session_alive = alive;
+      j.pty = pty;
+      disk_facts d = artifacts(true, true, true);  // even with complete artifacts
+      d.overflow_marker = true;
+      CHECK(decide_settle(j, d) == settle_action::output_overflow);
+      d = artifacts(false, false);
+      d.overflow_marker = true;
+      CHECK(decide_settle(j, d) == settle_action::output_overflow);
+    }
+  // A terminal row stays what it is.
+  job_facts done = live_pty(job_status::exited);
+  done.has_ended_at = true;
+  CHECK(decide_settle(done, std::nullopt) == settle_action::nothing);
+}

@@ -97,7 +97,7 @@ TEST_CASE("session, pipe, query, input, ^C and kill: accepted by tmux and read b
 
 TEST_CASE("pipe program: one exec'd sanitizer, every path quoted, the markers of runtime.md §3.3") {
   shellctl::io::fs::job_dir dir("/s/jobs/it's");
-  tmux::pipe_settings p{"/bin/sanitize", ""};
+  tmux::pipe_settings p{"/bin/sanitize", "", "", ""};
   auto prog = tmux::pipe_program(dir, "/s/jobs/it's/output.log", p);
   // The sanitizer writes the markers itself; nothing runs after it (the server records
   // the exit from the artifacts), so the shell execs it: one process per pipe.
@@ -112,6 +112,15 @@ TEST_CASE("pipe program: one exec'd sanitizer, every path quoted, the markers of
             .find("exec '/bin/sanitize' '--ready-file' '/s/jobs/it'\\''s/.pipe-ready' "
                   "'--end-marker' '0123abcd' '--end-file' '/s/jobs/it'\\''s/.pipe-end' "
                   "'--drained-file' ") == 0);
+  // A native scope's worker: the output budget's helper, catalog and overflow marker.
+  tmux::pipe_settings budgeted = p;
+  budgeted.budget_helper = "/usr/bin/shellctl";
+  budgeted.budget_db = "/run/dify-native/spool/shellctl.db";
+  CHECK(tmux::pipe_program(dir, "/s/jobs/it's/output.log", budgeted)
+            .find("'--failed-file' '/s/jobs/it'\\''s/.pipe-failed' '--budget-helper' "
+                  "'/usr/bin/shellctl' '--budget-db' '/run/dify-native/spool/shellctl.db' "
+                  "'--overflow-file' '/s/jobs/it'\\''s/.output-overflow' >> ") !=
+        std::string::npos);
 }
 
 TEST_CASE("answers without output read as nothing") {
