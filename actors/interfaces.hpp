@@ -28,6 +28,7 @@ using event_log_actor = caf::typed_actor<reacts_to<log_event>, reacts_to<shutdow
 // job_store: the one SQLite connection (detached: a write may wait for a busy database).
 using job_store_actor = caf::typed_actor<
     replies_to<store_insert>::with<store_reply>,       // the row after the insert
+    replies_to<store_charge_input>::with<store_reply>,  // changed = charged (a scope's worker)
     replies_to<store_apply>::with<store_reply>,        // a CAS transition and the row after it
     replies_to<store_record_exit>::with<store_reply>,  // the server records a runner's exit
     replies_to<store_remove>::with<store_reply>,       // changed = a row was deleted

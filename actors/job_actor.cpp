@@ -1133,6 +1133,25 @@ void deliver_input(self_ptr self, const input_request& in, const answer<job_resu
     add_waiter(self, in.p, reply);
     return;
   }
+  // A native scope's worker charges the text to the scope's input budget first (§4.5).
+  if (!st.cfg.budget_db.empty() && !in.charged) {
+    self->request(st.peers.store, caf::infinite, store_charge_input{in.text.size()})
+        .then(
+            [self, in, reply](store_reply& r) {
+              if (!r.ok)
+                reply.fail(job_errc::internal_error, r.error);
+              else if (!r.changed)
+                reply.fail(job_errc::input_budget_exhausted,
+                           "The input exceeds the scope's input budget");
+              else {
+                auto charged = in;
+                charged.charged = true;
+                deliver_input(self, charged, reply);
+              }
+            },
+            [reply](caf::error& e) { reply.fail(job_errc::internal_error, caf::to_string(e)); });
+    return;
+  }
   std::random_device rd;
   char rnd[17];
   std::snprintf(rnd, sizeof rnd, "%08x%08x", rd(), rd());

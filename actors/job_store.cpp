@@ -49,6 +49,15 @@ job_store_actor::behavior_type job_store(job_store_actor::pointer self,
           return r;
         });
       },
+      [budget](store_charge_input& m) {
+        return guarded([&] {
+          store_reply r;
+          // No budget (an ordinary server): nothing to charge.
+          r.changed = !budget || budget->charge_input(m.bytes);
+          if (!r.changed) r.refused = "input_budget_exhausted";
+          return r;
+        });
+      },
       [db](store_apply& m) {
         return guarded([&] {
           store_reply r;

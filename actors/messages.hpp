@@ -160,6 +160,7 @@ struct input_request {
   std::string job_id;
   std::string text;
   wait_params p;
+  bool charged = false;  // a scope's worker: the text was charged to the input budget
 };
 // POST /v1/jobs/{id}/terminate → job_status_view
 struct terminate_request {
@@ -204,6 +205,10 @@ struct store_insert {
   job_row row;
   // In a native scope's worker: the input bytes admission charges (script + env JSON).
   std::uint64_t input_charge = 0;
+};
+// A native scope's worker: /input's text is charged to the input budget before it is typed.
+struct store_charge_input {
+  std::uint64_t bytes = 0;
 };
 struct store_apply {
   std::string job_id;
@@ -475,6 +480,7 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::delete_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::list_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::info_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::store_insert)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::store_charge_input)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::store_apply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::store_record_exit)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::store_remove)

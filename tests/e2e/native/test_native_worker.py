@@ -33,6 +33,11 @@ SHELLCTL = os.path.join(BIN_DIR, "shellctl")
 TOKEN = "worker-control-token"
 
 
+def read(path):
+    with open(path) as f:
+        return f.read()
+
+
 class UnixHTTP(http.client.HTTPConnection):
     def __init__(self, path, timeout=60):
         super().__init__("worker", timeout=timeout)
@@ -142,7 +147,7 @@ class WorkerServes(unittest.TestCase):
         cls.w.close()
 
     def test_ready_and_identity(self):
-        self.assertEqual(self.w.answer, {"ok": True}, open(self.w.log.name).read())
+        self.assertEqual(self.w.answer, {"ok": True}, read(self.w.log.name))
         st = os.stat(self.w.socket_path)
         self.assertEqual(st.st_mode & 0o777, 0o600)
         self.assertEqual(self.w.request("GET", "/v1/worker/identity"),
@@ -204,7 +209,7 @@ class WorkerServes(unittest.TestCase):
         self.assertEqual(lines[-1], "home-rw")
         self.assertTrue(body["output_path"].startswith("/run/dify-native/spool/jobs/"), body)
         # The base is as it was; Home was a copy.
-        self.assertEqual(open(os.path.join(self.w.base, "proj", "readme")).read(), "from the base\n")
+        self.assertEqual(read(os.path.join(self.w.base, "proj", "readme")), "from the base\n")
         self.assertFalse(os.path.exists(os.path.join(self.w.base, "new")))
 
     def test_a_cwd_outside_the_world_is_refused(self):
@@ -239,6 +244,31 @@ class WorkerAdmission(unittest.TestCase):
                 self.assertEqual(w.request("DELETE", f"/v1/jobs/{job}")[0], 200)
             status, body = w.run("echo again")
             self.assertEqual((status, body["error"]["code"]), (409, "job_capacity_exhausted"))
+        finally:
+            w.close()
+
+    def test_input_is_charged_before_it_is_typed(self):
+        w = Worker(limits={"input_bytes": 400})
+        try:
+            script = "read line; echo got:$line; read again; echo again:$again"
+            status, body = w.run(script, timeout_seconds=0.5)
+            self.assertEqual(status, 200, body)
+            job = body["job_id"]
+            used = len(script) + len("{}")  # the script and the env JSON
+            status, body = w.request("POST", f"/v1/jobs/{job}/input",
+                                     {"text": "x" * 50 + "\n", "timeout_seconds": 5})
+            self.assertEqual(status, 200, body)
+            self.assertIn("got:" + "x" * 50, body["output"])
+            used += 51
+            # More than what is left: refused, nothing typed.
+            status, body = w.request("POST", f"/v1/jobs/{job}/input",
+                                     {"text": "y" * (400 - used + 1), "timeout_seconds": 1})
+            self.assertEqual((status, body["error"]["code"]), (409, "input_budget_exhausted"))
+            # Exactly what is left: accepted.
+            status, body = w.request("POST", f"/v1/jobs/{job}/input",
+                                     {"text": "z" * (400 - used - 1) + "\n", "timeout_seconds": 5})
+            self.assertEqual(status, 200, body)
+            self.assertIn("again:z", body["output"])
         finally:
             w.close()
 
