@@ -45,7 +45,9 @@ std::string status_field(pid_t pid, const std::string& name) {
 }
 
 // One HTTP/1.1 request over the Unix socket; the whole answer.
-std::string ask(const std::string& path, const std::string& token) {
+std::string ask(const std::string& path, const std::string& token,
+                const std::string& method = "GET", const std::string& target = "/v1/worker/identity",
+                const std::string& body = "") {
   const int s = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
@@ -54,8 +56,11 @@ std::string ask(const std::string& path, const std::string& token) {
     ::close(s);
     return "connect failed";
   }
-  const std::string req = "GET /v1/worker/identity HTTP/1.1\r\nHost: w\r\nConnection: close\r\n"
-                          "Authorization: Bearer " + token + "\r\n\r\n";
+  std::string req = method + " " + target + " HTTP/1.1\r\nHost: w\r\nConnection: close\r\n"
+                    "Authorization: Bearer " + token + "\r\n";
+  if (!body.empty())
+    req += "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
+  req += "\r\n" + body;
   (void)!::write(s, req.data(), req.size());
   std::string out;
   char buf[4096];
@@ -122,6 +127,19 @@ TEST_CASE("a worker cloned into its namespaces and cgroup serves its identity") 
   CHECK_MESSAGE(reply.find("200 OK") != std::string::npos, reply);
   CHECK(reply.find(R"({"scope_id":"scope-x","generation":1})") != std::string::npos);
   CHECK(ask(dir + "/host/control.sock", "wrong").find("401") != std::string::npos);
+
+  // A job runs in a cgroup of its own below the scope's, which goes when the job ends.
+  const std::string run = ask(dir + "/host/control.sock", "ctl", "POST", "/v1/jobs/run",
+                              R"({"script":"echo in-scope; sleep 2","timeout_seconds":0.5})");
+  CHECK_MESSAGE(run.find("in-scope") != std::string::npos, run);
+  const auto id_at = run.find(R"("job_id":")");
+  REQUIRE(id_at != std::string::npos);
+  const std::string job = run.substr(id_at + 10, 16);
+  const std::string leaf = scope + "/job-" + job;
+  CHECK_MESSAGE(cg::exists(leaf), leaf);
+  CHECK(cg::populated(leaf) == true);
+  for (int i = 0; i < 200 && cg::exists(leaf); ++i) ::usleep(50000);
+  CHECK_FALSE(cg::exists(leaf));  // ended with the job: killed, populated 0, removed
 
   // Ended through its pidfd: PID 1 going ends its namespace.
   REQUIRE(::syscall(SYS_pidfd_send_signal, w.pidfd, SIGKILL, nullptr, 0) == 0);
