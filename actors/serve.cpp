@@ -405,8 +405,9 @@ int serve(const io::config::serve_config& cfg, const io::sandbox::namespace_prob
             });
   });
   log.say(io::log::level::info,
-          "shellctl serving on " + (worker.on ? worker.control_socket : cfg.listen_text) + " (auth " + (cfg.token.empty() ? "off" : "on") +
-              ", " + sandbox_text + ", state dir " + js.state_dir + ")",
+          "shellctl serving on " + (worker.on ? worker.control_socket : cfg.listen_text) +
+              " (auth " + (cfg.token.empty() ? "off" : "on") + ", " + sandbox_text +
+              ", state dir " + js.state_dir + ")",
           {{"listen", cfg.listen_text},
            {"auth", cfg.token.empty() ? "off" : "on"},
            {"sandbox", sandbox_text},
