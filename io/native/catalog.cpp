@@ -86,19 +86,10 @@ std::optional<scope_state> parse_state(std::string_view s) {
   return std::nullopt;
 }
 
-catalog::catalog(const std::string& path) {
-  if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) !=
-      SQLITE_OK) {
-    std::string what = db_ ? sqlite3_errmsg(db_) : "out of memory";
-    sqlite3_close(db_);
-    db_ = nullptr;
-    throw store::db_error("open " + path + ": " + what);
-  }
-  try {
-    sqlite3_busy_timeout(db_, 5000);
-    exec("PRAGMA journal_mode=WAL");
+catalog::catalog(const std::string& path)
     // FULL on every connection: each state is durable before anything acts on it (§4.4).
-    exec("PRAGMA synchronous=FULL");
+    : db_(store::open_full_sync(path, 5000)) {
+  try {
     statement v(db_, "PRAGMA user_version");
     const auto version = v.step() ? v.int64(0) : 0;
     if (version > 1)

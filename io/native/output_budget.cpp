@@ -9,23 +9,9 @@
 #include <cerrno>
 #include <cstring>
 
+#include "io/fs/files.hpp"
+
 namespace shellctl::io::native {
-namespace {
-
-bool write_all(int fd, const char* data, std::size_t size) {
-  while (size > 0) {
-    const ssize_t n = ::write(fd, data, size);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    data += n;
-    size -= static_cast<std::size_t>(n);
-  }
-  return true;
-}
-
-}  // namespace
 
 output_budget::~output_budget() {
   if (to_ >= 0) ::close(to_);
@@ -91,7 +77,7 @@ bool write_within_budget(output_budget& budget, int fd, const char* data, std::s
                          const std::string& overflow_file, bool& overflowed, bool& write_failed) {
   if (overflowed) return false;
   const auto allowed = static_cast<std::size_t>(budget.reserve(size));
-  if (allowed > 0 && !write_all(fd, data, allowed)) write_failed = true;
+  if (allowed > 0 && !fs::write_all(fd, data, allowed)) write_failed = true;
   if (allowed == size) return true;
   overflowed = true;
   const int marker = ::open(overflow_file.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);

@@ -40,19 +40,10 @@ constexpr const char* kChargeInput =
 
 }  // namespace
 
-worker_budget::worker_budget(const std::string& path) {
-  if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) !=
-      SQLITE_OK) {
-    std::string what = db_ ? sqlite3_errmsg(db_) : "out of memory";
-    sqlite3_close(db_);
-    db_ = nullptr;
-    throw store::db_error("open " + path + ": " + what);
-  }
-  try {
-    sqlite3_busy_timeout(db_, 10000);
-    run_sql(db_, "PRAGMA journal_mode=WAL");
+worker_budget::worker_budget(const std::string& path)
     // FULL on every connection: a charge is durable before the bytes it pays for exist.
-    run_sql(db_, "PRAGMA synchronous=FULL");
+    : db_(store::open_full_sync(path, 10000)) {
+  try {
     run_sql(db_, kSchema);
   } catch (...) {
     sqlite3_close(db_);

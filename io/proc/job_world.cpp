@@ -80,8 +80,8 @@ bool provided_by_world(const std::string& path) {
   return sandbox::is_within(path, "/proc") || sandbox::is_within(path, "/dev");
 }
 
-}  // namespace
-
+// The kernel knobs of procfs stay read-only and the files that leak kernel memory or other
+// processes' keys are masked, as container runtimes do. `proc` is the new procfs.
 bool harden_proc(const std::string& proc, int null_fd, std::string& err) {
   for (const char* sub : {"sys", "sysrq-trigger", "irq", "bus", "fs"}) {
     const std::string p = proc + "/" + sub;
@@ -100,8 +100,6 @@ bool harden_proc(const std::string& proc, int null_fd, std::string& err) {
   }
   return true;
 }
-
-namespace {
 
 // Directories strictly between `outer` (a writable tree) and `inner` (the state dir) become
 // mount points of themselves: a job may then neither rename nor remove them (EBUSY), so the
@@ -142,8 +140,7 @@ bool mask_state_dir(const world_spec& w, const std::string& root, int job_fd, in
 
 bool host_root_world(const world_spec& w, int job_fd, int view_fd, int null_fd,
                      std::string& err) {
-  if (!sandbox::mount_proc("/proc", err) || !harden_proc("/proc", null_fd, err) ||
-      !sandbox::mount_devpts("/dev/pts", err))
+  if (!mount_job_proc("", null_fd, err) || !sandbox::mount_devpts("/dev/pts", err))
     return false;
   if (w.state_dir.empty()) return true;
   // Everything is writable without isolation: every ancestor of the state dir is pinned.
@@ -217,9 +214,7 @@ bool own_root_world(const world_spec& w, fd_set_guard& fds, int job_fd, int view
       return false;
     }
   }
-  if (!fs::make_dirs(root + "/proc", 0555, err) || !sandbox::mount_proc(root + "/proc", err) ||
-      !harden_proc(root + "/proc", null_fd, err))
-    return false;
+  if (!mount_job_proc(root, null_fd, err)) return false;
 
   const std::string dev = root + "/dev";
   if (!fs::make_dirs(dev, 0755, err) || !sandbox::mount_tmpfs(dev, "mode=0755,size=64k", err))
@@ -234,12 +229,7 @@ bool own_root_world(const world_spec& w, fd_set_guard& fds, int job_fd, int view
       !sandbox::mount_tmpfs(dev + "/shm", "mode=1777,size=64m", err))
     return false;
   if (!ptmx_bound && !make_symlink("pts/ptmx", dev + "/ptmx", err)) return false;
-  const std::pair<const char*, const char*> dev_links[] = {{"fd", "/proc/self/fd"},
-                                                           {"stdin", "/proc/self/fd/0"},
-                                                           {"stdout", "/proc/self/fd/1"},
-                                                           {"stderr", "/proc/self/fd/2"}};
-  for (const auto& [name, target] : dev_links)
-    if (!make_symlink(target, dev + "/" + name, err)) return false;
+  if (!make_dev_links(dev, err)) return false;
 
   if (!exists(root + "/tmp") && !fs::make_dirs(root + "/tmp", 0755, err)) return false;
 
@@ -260,6 +250,22 @@ bool own_root_world(const world_spec& w, fd_set_guard& fds, int job_fd, int view
 }
 
 }  // namespace
+
+bool mount_job_proc(const std::string& root, int null_fd, std::string& err) {
+  const std::string proc = root + "/proc";
+  return fs::make_dirs(proc, 0555, err) && sandbox::mount_proc(proc, err) &&
+         harden_proc(proc, null_fd, err);
+}
+
+bool make_dev_links(const std::string& dev, std::string& err) {
+  const std::pair<const char*, const char*> links[] = {{"fd", "/proc/self/fd"},
+                                                       {"stdin", "/proc/self/fd/0"},
+                                                       {"stdout", "/proc/self/fd/1"},
+                                                       {"stderr", "/proc/self/fd/2"}};
+  for (const auto& [name, target] : links)
+    if (!make_symlink(target, dev + "/" + name, err)) return false;
+  return true;
+}
 
 bool build_world(const world_spec& w, std::string& err) {
   if (!sandbox::make_mounts_private(err)) return false;

@@ -35,9 +35,12 @@ struct world_spec {
 // makes it the root. The caller must be PID 1 of the job's PID namespace. False with `err`.
 bool build_world(const world_spec& w, std::string& err);
 
-// The kernel knobs of procfs stay read-only and the files that leak kernel memory or other
-// processes' keys are masked, as container runtimes do. `proc` is a new procfs, `null_fd`
-// an O_PATH descriptor of /dev/null (-1: nothing is masked). False with `err`.
-bool harden_proc(const std::string& proc, int null_fd, std::string& err);
+// Pieces both job worlds share (the scoped one too, scoped_world.hpp). A procfs of the
+// caller's PID namespace at <root>/proc, its kernel knobs read-only and the files that
+// leak kernel memory or other processes' keys masked, as container runtimes do (`null_fd`:
+// an O_PATH descriptor of /dev/null; -1 masks nothing). False with `err`.
+bool mount_job_proc(const std::string& root, int null_fd, std::string& err);
+// The /dev links to the process's own descriptors: fd, stdin, stdout, stderr.
+bool make_dev_links(const std::string& dev, std::string& err);
 
 }  // namespace shellctl::io::proc

@@ -294,6 +294,24 @@ sandbox_step namespaced_step(const sandbox_settings& sb, const sandbox::path_pol
   };
 }
 
+// PID 1 of a job's namespaces, its world built: starts the job's process (which takes
+// `step` and waits at the gate), then is its init. Returns only if the fork failed.
+int start_as_init(const child_plan& plan, const std::string& chdir_to, const sandbox_step& step,
+                  int status_fd) {
+  block_all_signals();
+  const pid_t job = ::fork();
+  if (job < 0) {
+    diag("fork", errno_text(errno));
+    return kExitSetupFailed;
+  }
+  if (job == 0) {
+    ::close(status_fd);
+    ::_exit(exec_child(plan, chdir_to, step));
+  }
+  gate_latch::hand_over();  // the job's process waits at the gate now
+  run_init(job, status_fd);
+}
+
 // PID 1 of the job's namespaces: plan, build the world, start the job, then be its init.
 int init_role(const parent_options& opts, const std::string& script, int status_fd) {
   const auto& sb = opts.sandbox;
@@ -332,18 +350,7 @@ int init_role(const parent_options& opts, const std::string& script, int status_
   if (!w.home_view.empty()) policy.ro_dirs.push_back(sb.state_dir + "/jobs");
   const std::string job_dir = w.job_dir;
   const std::string chdir_to = w.own_root ? plan.cwd_canonical : plan.cwd;
-  block_all_signals();
-  const pid_t job = ::fork();
-  if (job < 0) {
-    diag("fork", errno_text(errno));
-    return kExitSetupFailed;
-  }
-  if (job == 0) {
-    ::close(status_fd);
-    ::_exit(exec_child(plan, chdir_to, namespaced_step(sb, policy, plan, job_dir)));
-  }
-  gate_latch::hand_over();  // the job's process waits at the gate now
-  run_init(job, status_fd);
+  return start_as_init(plan, chdir_to, namespaced_step(sb, policy, plan, job_dir), status_fd);
 }
 
 // A native scope's job (native-scopes.md §6 steps 2-5), in its order: rlimits, every
@@ -414,18 +421,7 @@ int scoped_init_role(const parent_options& opts, const std::string& script, int 
   inside.policy.isolation = false;
   child_plan plan;
   if (const int rc = plan_child(kScopedScript, opts.cwd, inside, plan); rc != 0) return rc;
-  block_all_signals();
-  const pid_t job = ::fork();
-  if (job < 0) {
-    diag("fork", errno_text(errno));
-    return kExitSetupFailed;
-  }
-  if (job == 0) {
-    ::close(status_fd);
-    ::_exit(exec_child(plan, plan.cwd, scoped_step(sc)));
-  }
-  gate_latch::hand_over();
-  run_init(job, status_fd);
+  return start_as_init(plan, plan.cwd, scoped_step(sc), status_fd);
 }
 
 // The job without namespaces: Landlock alone when isolation is on (SHELLCTL_JOB_NAMESPACES

@@ -185,9 +185,7 @@ bool build_scoped_world(const scoped_world_spec& w, std::string& err) {
   }
   if (!sandbox::set_read_only(run_job, false, err)) return false;
 
-  if (!fs::make_dirs(root + "/proc", 0555, err) || !sandbox::mount_proc(root + "/proc", err) ||
-      !harden_proc(root + "/proc", null_fd, err))
-    return false;
+  if (!mount_job_proc(root, null_fd, err)) return false;
 
   const std::string dev = root + "/dev";
   if (!fs::make_dirs(dev, 0755, err) || !sandbox::mount_tmpfs(dev, "mode=0755,size=64k", err))
@@ -197,14 +195,8 @@ bool build_scoped_world(const scoped_world_spec& w, std::string& err) {
   // A private devpts: a job's own terminals (script(1), pty modules) live apart from
   // every other terminal, the worker's panes included.
   if (!fs::make_dirs(dev + "/pts", 0755, err) || !sandbox::mount_devpts(dev + "/pts", err) ||
-      !symlink_at("pts/ptmx", dev + "/ptmx", err))
+      !symlink_at("pts/ptmx", dev + "/ptmx", err) || !make_dev_links(dev, err))
     return false;
-  const std::pair<const char*, const char*> links[] = {{"fd", "/proc/self/fd"},
-                                                       {"stdin", "/proc/self/fd/0"},
-                                                       {"stdout", "/proc/self/fd/1"},
-                                                       {"stderr", "/proc/self/fd/2"}};
-  for (const auto& [name, target] : links)
-    if (!symlink_at(target, dev + "/" + name, err)) return false;
 
   return sandbox::set_read_only(root, false, err) && sandbox::pivot_into(root, err);
 }

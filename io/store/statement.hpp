@@ -79,6 +79,28 @@ inline void run_sql(sqlite3* db, const char* sql) {
   }
 }
 
+// Opens (creating) a catalog that must be durable commit by commit (the native supervisor's
+// and a scope worker's): WAL, synchronous=FULL on this connection, `busy_ms` of patience
+// for other writers. Throws db_error; nothing is left open then.
+inline sqlite3* open_full_sync(const std::string& path, int busy_ms) {
+  sqlite3* db = nullptr;
+  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) !=
+      SQLITE_OK) {
+    std::string what = db ? sqlite3_errmsg(db) : "out of memory";
+    sqlite3_close(db);
+    throw db_error("open " + path + ": " + what);
+  }
+  try {
+    sqlite3_busy_timeout(db, busy_ms);
+    run_sql(db, "PRAGMA journal_mode=WAL");
+    run_sql(db, "PRAGMA synchronous=FULL");
+  } catch (...) {
+    sqlite3_close(db);
+    throw;
+  }
+  return db;
+}
+
 // A write transaction (BEGIN IMMEDIATE: the write lock is taken at once, so two writers
 // queue on the busy timeout instead of failing at their first write) that rolls back
 // unless committed.

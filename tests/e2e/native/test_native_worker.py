@@ -218,7 +218,8 @@ class WorkerServes(unittest.TestCase):
         self.assertFalse(os.path.exists(os.path.join(self.w.base, "new")))
 
     def test_a_cwd_outside_the_world_is_refused(self):
-        for cwd in ("/root", "/work", "/run/dify-native/spool"):
+        for cwd in ("/root", "/work", "/run/dify-native/spool", "/home/dify/../../run/dify-native",
+                    "/workspace/../proc"):
             status, body = self.w.run("pwd", cwd=cwd)
             self.assertEqual((status, body["error"]["code"]), (400, "invalid_cwd"), cwd)
         status, body = self.w.run("pwd", cwd="/workspace")
