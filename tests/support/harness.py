@@ -283,8 +283,31 @@ def wait_until(predicate, timeout=30.0, interval=0.02, what="condition"):
         time.sleep(interval)
 
 
+def exited_stat(stat):
+    """Whether a /proc/<pid>/stat line (bytes) is of a process that has exited or is exiting:
+    state Z (a zombie, not yet reaped) or X (dead, being released), or PF_EXITING (0x4) in
+    its flags (field 9: it is in the kernel's exit path and never runs its own code again).
+    The kernel counts a process out of its cgroup early in that path and wakes a pidfd's
+    pollers before an auto-reaped child leaves /proc, so a process the server rightly
+    waited out may still show for a moment in one of these forms (seen under CPU hogs: an
+    exiting shellctl-runner in state R with PF_EXITING, and children in state X)."""
+    fields = stat[stat.rfind(b")") + 2:].split()
+    if not fields:
+        return True
+    return fields[0] in (b"Z", b"X") or (len(fields) > 6 and int(fields[6]) & 0x4 != 0)
+
+
+def process_alive(pid):
+    """Whether pid names a process that has not exited (see exited_stat)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return not exited_stat(f.read())
+    except OSError:
+        return False
+
+
 def processes_mentioning(text):
-    """[(pid, argv list)] of live processes whose argv contains text (zombies skipped)."""
+    """[(pid, argv list)] of live processes whose argv contains text (exited ones skipped)."""
     found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -296,7 +319,7 @@ def processes_mentioning(text):
                 stat = f.read()
         except OSError:
             continue
-        if not raw or b") Z " in stat:
+        if not raw or exited_stat(stat):
             continue
         argv = [a.decode(errors="replace") for a in raw.rstrip(b"\0").split(b"\0")]
         if any(text in a for a in argv):

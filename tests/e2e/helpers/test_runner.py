@@ -16,7 +16,7 @@ import unittest
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "support"))
 from helper_support import HANG_GUARD, RUNNER, Sandbox, base_runner_env  # noqa: E402
-from harness import process_at_gate_latch  # noqa: E402
+from harness import process_alive, process_at_gate_latch  # noqa: E402
 
 TS_RE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\n$")
 
@@ -42,12 +42,8 @@ def children_of(pid):
 
 
 def alive(pid):
-    """False once the process is gone or a zombie."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
+    """False once the process is gone or has exited (harness.process_alive)."""
+    return process_alive(pid)
 
 
 def job_main_process(runner_pid):

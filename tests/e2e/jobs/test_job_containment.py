@@ -19,7 +19,7 @@ import time
 import unittest
 import uuid
 
-from harness import Server, end_cgroup_tree, processes_mentioning, wait_until
+from harness import Server, end_cgroup_tree, process_alive, processes_mentioning, wait_until
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "helpers"))
 from helper_support import ensure_test_user  # noqa: E402
@@ -49,12 +49,12 @@ def tree_script(mk):
 KINDS = ("setsid", "nohup", "double", "noterm", "forkloop", "forked")
 
 
-def alive(pid):
+def stat_of(pid):
     try:
         with open(f"/proc/{pid}/stat") as f:
-            return ") Z " not in f.read()
-    except OSError:
-        return False
+            return f.read().strip()
+    except OSError as e:
+        return str(e)
 
 
 def cgroup_root_of(server):
@@ -75,7 +75,7 @@ def assert_all_inside(test, pids, cgroup):
     members = procs(cgroup)
     for pid in pids:
         if pid not in members:
-            test.assertFalse(alive(pid), f"{pid} is alive outside {cgroup} ({members})")
+            test.assertFalse(process_alive(pid), f"{pid} is alive outside {cgroup} ({members})")
 
 
 class Containment(unittest.TestCase):
@@ -112,8 +112,8 @@ class Containment(unittest.TestCase):
 
     def assert_nothing_left(self, job, mk, pids):
         self.assertFalse(processes_mentioning(mk), processes_mentioning(mk))
-        left = [p for p in pids if alive(p)]
-        self.assertFalse(left, f"still alive: {left}")
+        left = [p for p in pids if process_alive(p)]
+        self.assertFalse(left, f"still alive: {[stat_of(p) for p in left]}")
         self.assertFalse(os.path.exists(os.path.join(self.root, "job-" + job)))
 
     # -- the ways a job ends -------------------------------------------------------------
@@ -267,7 +267,7 @@ class ContainmentAcrossRestarts(unittest.TestCase):
                             timeout=30, what="lost")
             self.assertTrue(st)
             wait_until(lambda: not processes_mentioning(lost_mk), timeout=30, what="lost tree gone")
-            self.assertFalse([p for p in lost_pids if alive(p)])
+            self.assertFalse([p for p in lost_pids if process_alive(p)])
             wait_until(lambda: not os.path.exists(os.path.join(self.root, "job-" + lost)),
                        timeout=30, what="lost cgroup gone")
             wait_until(lambda: squatter.poll() is not None, timeout=30, what="orphan killed")
@@ -279,7 +279,7 @@ class ContainmentAcrossRestarts(unittest.TestCase):
             kept_pids = [p for p, _ in processes_mentioning(kept_mk)]
             self.server.ok("POST", f"/v1/jobs/{kept}/terminate", {"grace_seconds": 0})
             self.assertFalse(processes_mentioning(kept_mk))
-            self.assertFalse([p for p in kept_pids if alive(p)])
+            self.assertFalse([p for p in kept_pids if process_alive(p)])
             self.assertFalse(os.path.exists(cg))
         finally:
             if squatter.poll() is None:
