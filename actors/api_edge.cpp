@@ -189,6 +189,20 @@ void ask_metrics(self_ptr self, const metrics_registry_actor& metrics, const io:
           });
 }
 
+// A scope worker's counters (native-scopes.md §5): what its supervisor shows as `usage`.
+void ask_usage(self_ptr self, const job_registry_actor& registry, const io::http::responder& resp) {
+  self->request(registry, margin, store_usage{})
+      .then(
+          [resp](store_usage_reply& r) {
+            if (!r.ok) {
+              resp.send(error_response(job_error_view{job_errc::storage_unavailable, r.error}));
+              return;
+            }
+            resp.send(json_response(200, worker_usage_json(r.usage)));
+          },
+          [resp](caf::error& e) { resp.send(error_response(read_job_error(e))); });
+}
+
 bool is_file_route(route r) {
   switch (r) {
     case route::file_read: case route::file_write: case route::file_stat: case route::file_list:
@@ -287,6 +301,10 @@ api_edge_actor::behavior_type api_edge(api_edge_actor::stateful_pointer<api_edge
           }
           if (call.route.id == route::metrics) {
             ask_metrics(self, metrics, call.resp);
+            return;
+          }
+          if (call.route.id == route::worker_usage) {
+            ask_usage(self, registry, call.resp);
             return;
           }
           ask(self, registry, decode_request(call.req, call.route), call.resp);

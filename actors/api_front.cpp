@@ -35,6 +35,17 @@ front_verdict check_at_worker_front(const io::http::request& req, const std::str
     }
     return json_response(200, identity);
   }
+  if (req.path == "/v1/worker/usage") {
+    if (req.method != "GET" && req.method != "HEAD") {
+      auto r = error_response(405, "method_not_allowed", "Method Not Allowed");
+      r.headers.push_back({"Allow", "GET, HEAD"});
+      return r;
+    }
+    route_match usage;
+    usage.result = route_match::kind::found;
+    usage.id = route::worker_usage;
+    return usage;
+  }
   auto m = match_route(req.method, req.path);
   if (m.result == route_match::kind::found) {
     switch (m.id) {

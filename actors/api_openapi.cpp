@@ -191,6 +191,7 @@ operation describe(route r) {
       return {"Whether a job waits for its terminal (a prompt), how long it has been quiet, its foreground process",
               "", "JobActivity", {{"idle_flush_seconds", R"({"type":"number","default":0.5})"}}};
     case route::info: return {"What this server can do: its API, isolation and limits", "", "Info", {}};
+    case route::worker_usage: return {"A native scope worker's budget counters", "", "object", {}};
     case route::tail:
       return {"The last bytes of a job's output", "", "JobResult",
               {{"output_limit", R"({"type":"integer","default":16384,"maximum":524288})"}}};

@@ -214,6 +214,7 @@ decoded_request decode(const io::http::request& req, const route_match& m) {
     case route::openapi:
     case route::info:
     case route::metrics:  // answered by the edge from metrics_registry
+    case route::worker_usage:  // answered by the edge from the store (a scope's worker)
     case route::stream:   // decoded by decode_stream_offset, opened by the edge
     case route::snapshot_save:  // decoded by decode_snapshot_excludes, run by the gate
     case route::snapshot_restore:

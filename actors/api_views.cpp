@@ -134,6 +134,13 @@ std::string job_deleted_json(const job_deleted& d) {
   return w.finish();
 }
 
+std::string worker_usage_json(const io::native::budget_usage& u) {
+  writer w;
+  w.begin_object().key("input_bytes").value(u.input_used).key("output_bytes").value(u.output_used);
+  w.key("jobs_admitted").value(u.jobs_admitted).end_object();
+  return w.finish();
+}
+
 std::string server_info_json(const server_info& i) {
   writer w;
   w.begin_object().key("version").value(i.version).key("api").begin_array();

@@ -9,6 +9,7 @@
 
 #include "actors/domain.hpp"
 #include "io/http/server.hpp"
+#include "io/native/worker_budget.hpp"
 
 namespace shellctl::actors {
 
@@ -16,6 +17,8 @@ std::string job_result_json(const job_result& r);
 std::string job_status_json(const job_status_view& v);
 std::string job_list_json(const job_list& list);
 std::string job_deleted_json(const job_deleted& d);
+// A native scope worker's GET /v1/worker/usage: {"input_bytes","output_bytes","jobs_admitted"}.
+std::string worker_usage_json(const io::native::budget_usage& u);
 // {"job_id","status","done","offset","waiting_for_input","idle_seconds","foreground",
 //  "terminal","processes"} (extensions.md §E6); foreground and terminal null without a pane.
 std::string job_activity_json(const job_activity& a);

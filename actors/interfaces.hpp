@@ -35,6 +35,7 @@ using job_store_actor = caf::typed_actor<
     replies_to<store_load_all>::with<store_rows>,      // every row, newest first (recovery)
     replies_to<store_expired>::with<store_ids>,        // terminal rows past retention
     replies_to<store_count_jobs>::with<store_job_counts>,  // rows by status and mode (/metrics)
+    replies_to<store_usage>::with<store_usage_reply>,      // a scope worker's budget counters
     reacts_to<shutdown_jobs>>;
 
 // tmux_server: the one tmux control-mode client.
@@ -110,6 +111,7 @@ using job_registry_actor = caf::typed_actor<
     replies_to<delete_request>::with<job_deleted>,
     replies_to<stream_request>::with<stream_opened>,
     replies_to<list_request>::with<job_list>,
+    replies_to<store_usage>::with<store_usage_reply>,  // a scope worker's counters (the store's)
     replies_to<recover_all>::with<store_rows>,   // settle every row (startup, D8)
     replies_to<job_removed>::with<removal_ack>,  // from a job actor that is gone
     reacts_to<collect_jobs>,                     // from retention_gc

@@ -279,6 +279,9 @@ job_registry_actor::behavior_type serving(self_ptr self) {
       to_job<delete_request, job_deleted>(self),
       to_job<stream_request, stream_opened>(self),
       [self](list_request& req) { return list(self, req); },
+      [self](store_usage& req) -> caf::result<store_usage_reply> {
+        return self->delegate(self->state.peers.store, req);
+      },
       [](recover_all&) -> store_rows { return {}; },  // recovered already
       [self](job_removed& m) -> removal_ack {
         auto& st = self->state;
@@ -374,6 +377,7 @@ job_registry_actor::behavior_type job_registry(
       wait_for_recovery<signal_request, job_status_view>(),
       wait_for_recovery<resize_request, job_status_view>(),
       wait_for_recovery<activity_request, job_activity>(),
+      wait_for_recovery<store_usage, store_usage_reply>(),
       wait_for_recovery<terminate_request, job_status_view>(),
       wait_for_recovery<delete_request, job_deleted>(),
       wait_for_recovery<stream_request, stream_opened>(),

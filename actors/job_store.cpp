@@ -101,6 +101,21 @@ job_store_actor::behavior_type job_store(job_store_actor::pointer self,
         }
         return r;
       },
+      [budget](store_usage&) -> store_usage_reply {
+        store_usage_reply r;
+        if (!budget) {
+          r.ok = false;
+          r.error = "no budget: not a scope's worker";
+          return r;
+        }
+        try {
+          r.usage = budget->usage();
+        } catch (const std::exception& e) {
+          r.ok = false;
+          r.error = e.what();
+        }
+        return r;
+      },
       [db](store_count_jobs&) -> store_job_counts {
         store_job_counts r;
         try {

@@ -23,6 +23,7 @@
 
 #include "actors/job_timeline.hpp"
 #include "actors/domain.hpp"
+#include "io/native/worker_budget.hpp"
 #include "actors/long_poll.hpp"
 #include "actors/metrics_model.hpp"
 #include "actors/routes.hpp"
@@ -420,6 +421,13 @@ struct log_event {
 // api_edge → metrics_registry: GET /metrics → metrics_sample (actors/metrics_model.hpp).
 struct metrics_scrape {};
 // metrics_registry → job_store: how many rows there are per status and mode.
+// A native scope worker's budget counters (GET /v1/worker/usage, native-scopes.md §5).
+struct store_usage {};
+struct store_usage_reply {
+  bool ok = true;  // false: no budget here, or it cannot be read (error)
+  std::string error;
+  io::native::budget_usage usage;
+};
 struct store_count_jobs {};
 struct store_job_counts {
   bool ok = true;
@@ -541,5 +549,7 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::output_progress)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::stream_keepalive)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::metrics_scrape)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::metrics_sample)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::store_usage)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::store_usage_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::store_count_jobs)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::store_job_counts)

@@ -16,6 +16,9 @@ enum class route {
   resize, signal, activity,         // §E3, §E4, §E6
   info,                             // §E7
   file_read, file_write, file_stat, file_list, file_mkdir, file_delete, file_move,  // §E1
+  // Not in the table (no ordinary server serves it): a native scope worker's
+  // GET /v1/worker/usage (native-scopes.md §5), matched by check_at_worker_front.
+  worker_usage,
 };
 
 // Every route once: its method and path pattern ({job_id} for the id segment). The

@@ -12,5 +12,8 @@ namespace shellctl::io::fs {
 // openat2(root, rel, flags | O_CLOEXEC, mode) beneath root ("" is root itself); -1 with
 // errno on failure. Retried while the kernel answers EAGAIN (a concurrent rename).
 int open_beneath(int root, const std::string& rel, int flags, mode_t mode = 0);
+// The same, and no symlink at all on the way (RESOLVE_NO_SYMLINKS: ELOOP): the native
+// supervisor's refs (native-scopes.md §4.3), which name files only by their real path.
+int open_beneath_no_symlinks(int root, const std::string& rel, int flags);
 
 }  // namespace shellctl::io::fs

@@ -429,6 +429,41 @@ std::optional<std::vector<std::pair<std::string, std::string>>> object::get_stri
   return out;
 }
 
+std::optional<std::vector<object>> object::get_object_array(std::string_view key) const {
+  auto check = [&](dom::element v) {
+    dom::array a;
+    if (v.get_array().get(a)) wrong_type(key, "array of objects");
+    for (dom::element x : a)
+      if (!x.is_object()) wrong_type(key, "array of objects");
+  };
+  auto e = impl_->find(key, check);
+  if (!e) return std::nullopt;
+  std::vector<object> out;
+  const dom::array arr = e->get_array().value_unsafe();
+  for (dom::element x : arr) {
+    auto p = std::make_unique<impl>();
+    p->parser = impl_->parser;  // the elements point into the shared document
+    p->obj = x.get_object().value_unsafe();
+    p->has_sentinel = impl_->has_sentinel;
+    out.push_back(object(std::move(p)));
+  }
+  return out;
+}
+
+std::vector<std::string> object::keys() const {
+  std::vector<std::string> out;
+  if (impl_->is_null) return out;
+  for (dom::key_value_pair field : impl_->obj) out.emplace_back(field.key);
+  return out;
+}
+
+bool object::is_null(std::string_view key) const {
+  if (impl_->is_null) return false;
+  for (dom::key_value_pair field : impl_->obj)
+    if (field.key == key && field.value.is_null()) return true;
+  return false;
+}
+
 std::optional<std::vector<std::string>> object::get_string_array(std::string_view key) const {
   // A Go []string: a null element becomes "".
   auto check = [&](dom::element v) {

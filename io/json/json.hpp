@@ -43,6 +43,14 @@ class object {
       std::string_view key) const;
   std::optional<std::vector<std::string>> get_string_array(std::string_view key) const;
   std::optional<object> get_object(std::string_view key) const;
+  // An array whose every element is an object (a null element is a wrong type).
+  std::optional<std::vector<object>> get_object_array(std::string_view key) const;
+
+  // For strict bodies (native-scopes.md §4.3, where an unknown key is refused): every key
+  // exactly as sent, in document order, duplicates included; empty for `null`.
+  std::vector<std::string> keys() const;
+  // Whether `key` (exactly) is present with the JSON value null.
+  bool is_null(std::string_view key) const;
 
   struct impl;
 

@@ -142,6 +142,7 @@ void check_cgroups(checker& c) {
   const std::string own = place ? place->path : "";
   const std::string unit = c.s.unit_cgroup.empty() ? parent_of(own) : c.s.unit_cgroup;
   const std::string udir = place ? place->dir(unit) : "";
+  c.r.unit_dir = udir;
   if (!place || udir.empty()) {
     for (const char* id : {"cgroup_placement", "cgroup_controllers", "cgroup_finite"})
       c.add(id, false, place ? "the unit cgroup " + unit + " is not reachable through the cgroup2 mount"

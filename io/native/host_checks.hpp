@@ -53,6 +53,7 @@ std::string key_fingerprint(const std::string& control_token);
 struct check_report {
   std::vector<check_result> checks;  // in §3's order
   capabilities found;                // as far as the host shows them
+  std::string unit_dir;              // the unit cgroup's directory ("" = not found)
   bool ok() const;
   const check_result* first_failure() const;
   // {"ok":…,"checks":[{"id","ok","detail"}…],"capability_digest":"sha256:…"}

@@ -46,12 +46,22 @@ std::string mint_scope_token(const std::string& control_token, const worker_iden
   return std::string(kPrefix) + nonce_text + "." + base64url(token_mac(control_token, id, nonce_text));
 }
 
-std::string new_scope_token(const std::string& control_token, const worker_identity& id) {
-  char nonce[kNonceBytes];
-  if (::getrandom(nonce, sizeof nonce, 0) != static_cast<ssize_t>(sizeof nonce))
-    throw std::runtime_error("getrandom: no randomness for a scope token");
-  return mint_scope_token(control_token, id, std::string_view(nonce, sizeof nonce));
+namespace {
+
+std::string random_bytes(std::size_t n) {
+  std::string out(n, '\0');
+  if (::getrandom(out.data(), n, 0) != static_cast<ssize_t>(n))
+    throw std::runtime_error("getrandom: no randomness for a scope credential");
+  return out;
 }
+
+}  // namespace
+
+std::string new_scope_token(const std::string& control_token, const worker_identity& id) {
+  return mint_scope_token(control_token, id, random_bytes(kNonceBytes));
+}
+
+std::string new_worker_nonce() { return base64url(random_bytes(kNonceBytes)); }
 
 bool verify_scope_token(const std::string& control_token, const worker_identity& id,
                         std::string_view token) {

@@ -35,6 +35,10 @@ std::string new_scope_token(const std::string& control_token, const worker_ident
 bool verify_scope_token(const std::string& control_token, const worker_identity& id,
                         std::string_view token);
 
+// A worker's nonce (16 random bytes, base64url), drawn once per spawn and kept in the
+// catalog: with T it recomputes the worker control token after a restart.
+std::string new_worker_nonce();
+
 std::string worker_control_token(const std::string& control_token, const std::string& scope_id,
                                  std::uint64_t generation, const std::string& worker_nonce);
 

@@ -59,7 +59,7 @@ bool worker_budget::synchronous_full() {
   return s.step() && s.int64(0) == 2;
 }
 
-void worker_budget::init(const worker_identity& id, const budget_limits& limits) {
+void worker_budget::init(const scope_identity& id, const budget_limits& limits) {
   transaction t(db_);
   if (auto known = identity()) {
     if (known->scope_id != id.scope_id || known->generation != id.generation)
@@ -86,10 +86,10 @@ void worker_budget::init(const worker_identity& id, const budget_limits& limits)
   t.commit();
 }
 
-std::optional<worker_identity> worker_budget::identity() {
+std::optional<scope_identity> worker_budget::identity() {
   statement s(db_, "SELECT scope_id, generation, created_at FROM native_identity LIMIT 1");
   if (!s.step()) return std::nullopt;
-  return worker_identity{s.text(0), static_cast<std::uint64_t>(s.int64(1)), s.text(2)};
+  return scope_identity{s.text(0), static_cast<std::uint64_t>(s.int64(1)), s.text(2)};
 }
 
 admission worker_budget::admit(const store::job_row& row, std::uint64_t input_charge) {

@@ -32,7 +32,7 @@ struct budget_usage {
   std::uint64_t jobs_admitted = 0;
 };
 
-struct worker_identity {
+struct scope_identity {
   std::string scope_id;
   std::uint64_t generation = 0;
   std::string created_at;
@@ -59,8 +59,8 @@ class worker_budget {
   // The first call records the identity and the limits; a later one (a restarted worker)
   // must name the same scope and generation, and keeps the counters: worker_budget_error
   // otherwise (the spool belongs to another scope).
-  void init(const worker_identity& id, const budget_limits& limits);
-  std::optional<worker_identity> identity();
+  void init(const scope_identity& id, const budget_limits& limits);
+  std::optional<scope_identity> identity();
 
   // One transaction: a job slot (jobs_admitted < jobs), then `input_charge` bytes of input
   // (script + env JSON), then the row. A refusal leaves no row and charges nothing.

@@ -378,6 +378,13 @@ bool create(const std::string& path, const job_limits& limits, std::string& err)
   return true;
 }
 
+bool set(const std::string& path, const std::string& file, const std::string& value,
+         std::string& err) {
+  if (write_file(path + "/" + file, value)) return true;
+  err = "write " + path + "/" + file + ": " + errno_text(errno);
+  return false;
+}
+
 int open_procs(const std::string& path, std::string& err) {
   const int fd = ::open((path + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC);
   if (fd < 0) err = "open " + path + "/cgroup.procs: " + errno_text(errno);

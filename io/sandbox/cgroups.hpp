@@ -87,6 +87,10 @@ bool exists(const std::string& path);
 // mkdir (an existing one is fine: a start that is retried) and the limits. False with err.
 bool create(const std::string& path, const job_limits& limits, std::string& err);
 
+// Writes `value` to <path>/<file> (one cgroup interface file). False with err.
+bool set(const std::string& path, const std::string& file, const std::string& value,
+         std::string& err);
+
 // The runner, before it starts the job's first process: <path>/cgroup.procs open for
 // writing (the kernel checks the opener's rights, so the child may write it from inside
 // new namespaces). -1 with err.

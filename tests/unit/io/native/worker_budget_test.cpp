@@ -43,7 +43,7 @@ store::job_row job(const std::string& id) {
   return r;
 }
 
-const native::worker_identity kScope{"scope-a", 3, "2026-12-05T00:00:00Z"};
+const native::scope_identity kScope{"scope-a", 3, "2026-12-05T00:00:00Z"};
 
 std::size_t rows(const std::string& path) {
   store::jobs_db jobs(path, 5000, store::jobs_db::open_mode::existing);
