@@ -48,16 +48,18 @@ io::http::response native_error_response(const native_error& e) {
 
 std::variant<io::http::response, native_match> check_at_native_front(
     const io::http::request& req, const std::string& token, const std::string& capabilities) {
+  // §4.1's order: the bearer first (only /healthz needs none), then the route.
   auto m = match_native(req.method, req.path);
+  if (m.result == route_match::kind::found && m.id == native_route::healthz)
+    return json_response(200, "{\"status\":\"ok\"}\n");
+  if (!bearer_matches(req.find_header("authorization"), token))
+    return error_response(401, "unauthorized", "Missing or invalid bearer token");
   if (m.result == route_match::kind::not_found) return error_response(404, "not_found", "404 page not found");
   if (m.result == route_match::kind::method_not_allowed) {
     auto r = error_response(405, "method_not_allowed", "Method Not Allowed");
     r.headers.push_back({"Allow", m.allow});
     return r;
   }
-  if (m.id == native_route::healthz) return json_response(200, "{\"status\":\"ok\"}\n");
-  if (!bearer_matches(req.find_header("authorization"), token))
-    return error_response(401, "unauthorized", "Missing or invalid bearer token");
   if (m.id == native_route::capabilities) return json_response(200, capabilities);
   return m;
 }

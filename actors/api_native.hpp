@@ -18,8 +18,8 @@ namespace shellctl::actors {
 int native_status(const std::string& code);
 io::http::response native_error_response(const native_error& e);
 
-// Loop thread, before the body: an answer (404/405, 401, /healthz, capabilities), or the
-// match to hand to native_edge.
+// Loop thread, before the body: an answer (/healthz; then 401 without the bearer; then
+// 404/405; capabilities), or the match to hand to native_edge.
 std::variant<io::http::response, native_match> check_at_native_front(
     const io::http::request& req, const std::string& token, const std::string& capabilities);
 

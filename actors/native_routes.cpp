@@ -21,6 +21,16 @@ native_match wrong_method(std::string allow) {
 
 bool is_get(std::string_view method) { return method == "GET" || method == "HEAD"; }
 
+bool is_job_route(route r) {
+  switch (r) {
+    case route::run: case route::list: case route::status: case route::remove:
+    case route::wait: case route::input: case route::terminate: case route::tail:
+      return true;
+    default:
+      return false;
+  }
+}
+
 }  // namespace
 
 native_match match_native(std::string_view method, std::string_view path) {
@@ -44,21 +54,21 @@ native_match match_native(std::string_view method, std::string_view path) {
   const std::string_view job_path = rest.substr(slash);
   const auto j = match_route(method, job_path);
   native_match m;
-  if (j.result == route_match::kind::method_not_allowed) {
-    m = wrong_method(j.allow);
-  } else if (j.result == route_match::kind::found) {
-    switch (j.id) {
-      case route::run: case route::list: case route::status: case route::remove:
-      case route::wait: case route::input: case route::terminate: case route::tail:
-        m = found(native_route::scoped_job);
-        m.job_route = j.id;
-        m.job_path = std::string(job_path);
-        break;
-      default:
-        return {};  // extensions and snapshots are not served for scopes
-    }
+  if (j.result == route_match::kind::found && is_job_route(j.id)) {
+    m = found(native_route::scoped_job);
+    m.job_route = j.id;
+    m.job_path = std::string(job_path);
   } else {
-    return {};
+    // 405 only for a path one of the eight serves with another method; extensions and
+    // snapshots are not served for scopes at all (404).
+    std::string allow;
+    for (const char* other : {"DELETE", "GET", "HEAD", "POST"}) {
+      const auto o = match_route(other, job_path);
+      if (o.result == route_match::kind::found && is_job_route(o.id))
+        allow += std::string(allow.empty() ? "" : ", ") + other;
+    }
+    if (allow.empty()) return {};
+    m = wrong_method(allow);
   }
   m.scope_id = std::string(id);
   return m;

@@ -267,8 +267,10 @@ class ScopeService(unittest.TestCase):
     def test_other_paths_are_not_found_and_the_bearer_comes_first(self):
         for path in ("/v1/jobs", "/v1/jobs/run", "/v1/snapshot/save", "/v1/info", "/nope"):
             self.assertEqual(self.error_code(self.sv.request("GET", path)), (404, "not_found"), path)
-        self.assertEqual(self.error_code(self.sv.request("GET", "/v1/test-scopes/none", bearer="wrong")),
-                         (401, "unauthorized"))
+        # §4.1: the bearer before the route, even for a path that does not exist.
+        for path in ("/v1/test-scopes/none", "/nope", "/v1/jobs"):
+            self.assertEqual(self.error_code(self.sv.request("GET", path, bearer="wrong")),
+                             (401, "unauthorized"), path)
         self.assertEqual(self.error_code(self.sv.request("POST", "/v1/test-scopes", {}, bearer=None)),
                          (401, "unauthorized"))
         self.assertEqual(self.sv.request("PUT", "/v1/test-scopes/x")[0], 405)

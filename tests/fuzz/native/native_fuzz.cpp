@@ -1,14 +1,19 @@
-// bytes -> the native scope's field rules and tokens. Properties, not just "no crash":
-// base64url round-trips both ways; a token verifies only for the identity it was minted
-// for; a generation that parses prints back as the same text; no scope id or ref that
-// passes holds a byte outside its alphabet or a "." / ".." segment.
+// bytes -> the native scope's field rules and tokens, a create body, a supervisor path.
+// Properties, not just "no crash": base64url round-trips both ways; a token verifies only
+// for the identity it was minted for; a generation that parses prints back as the same
+// text; no scope id or ref that passes holds a byte outside its alphabet or a "." / ".."
+// segment; a create body that is accepted holds only valid fields and its limits survive
+// the catalog's text; a path routed to a scope names one id segment and an ordinary job
+// path.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
 #include <string_view>
 
+#include "actors/native_routes.hpp"
 #include "io/native/scope_fields.hpp"
+#include "io/native/scope_request.hpp"
 #include "io/native/scope_token.hpp"
 #include "io/text/base64url.hpp"
 
@@ -49,6 +54,32 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (size >= 16) {
     const auto t = native::mint_scope_token("control-token", id, in.substr(0, 16));
     if (!native::verify_scope_token("control-token", id, t)) std::abort();
+  }
+  // Whatever a client sends as POST /v1/test-scopes.
+  auto parsed = native::parse_create_request(in, 1796342400, 86400);
+  if (auto* c = std::get_if<native::create_request>(&parsed)) {
+    if (!native::valid_scope_id(c->scope_id) || c->generation == 0 || c->generation > native::kMaxGeneration ||
+        !native::valid_binding_ref(c->binding_ref) || !native::valid_ref(c->base_snapshot_ref) ||
+        c->input_file_refs.size() > 64 || c->network_targets.size() > 16 ||
+        !native::limits_problem(c->limits, !c->network_targets.empty()).empty())
+      std::abort();
+    const auto back = native::limits_from_json(native::limits_json(c->limits));
+    if (!back || native::limits_json(*back) != native::limits_json(c->limits)) std::abort();
+    if (native::refs_from_json(native::refs_json(c->input_file_refs)) != c->input_file_refs) std::abort();
+  } else {
+    const auto& p = std::get<native::request_problem>(parsed);
+    if (!((p.status == 400 && p.code == "invalid_request") || (p.status == 422 && p.code == "validation_error")))
+      std::abort();
+  }
+
+  // Whatever a client sends as a path.
+  for (const char* method : {"GET", "POST", "DELETE"}) {
+    const auto m = shellctl::actors::match_native(method, in);
+    if (m.result != shellctl::actors::route_match::kind::found) continue;
+    if (m.id == shellctl::actors::native_route::scoped_job &&
+        (m.scope_id.empty() || m.scope_id.find('/') != std::string::npos || m.job_path.rfind("/v1/jobs", 0) != 0 ||
+         in != "/v1/test-scopes/" + m.scope_id + m.job_path))
+      std::abort();
   }
   return 0;
 }
