@@ -91,7 +91,7 @@ using job_actor_type = caf::typed_actor<
     reacts_to<collect_if_expired>,                    // from the registry, for retention
     reacts_to<shutdown_jobs>,
     // internal: timers
-    reacts_to<waiter_tick>, reacts_to<pipe_ready_timeout>, reacts_to<terminate_deadline>,
+    reacts_to<waiter_tick>, reacts_to<pipe_ready_timeout>, reacts_to<terminate_deadline>, reacts_to<wall_deadline>,
     reacts_to<finalizer_timeout>, reacts_to<store_retry_tick>, reacts_to<settle_retry>,
     reacts_to<remove_retry_tick>, reacts_to<answer_deadline>, reacts_to<start_deadline>,
     reacts_to<output_final_deadline>, reacts_to<retire>>;

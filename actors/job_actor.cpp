@@ -632,6 +632,23 @@ bool start_cut_short(self_ptr self) {
   return true;
 }
 
+// A scoped job's wall deadline (native-scopes.md §4.5): min(job_wall_seconds after its
+// start, the scope's deadline); armed when it starts running and again after a restart.
+void arm_wall_deadline(self_ptr self) {
+  auto& st = self->state;
+  if (st.cfg.wall_limit.count() <= 0 && st.cfg.wall_until_epoch <= 0) return;
+  const auto now = std::chrono::system_clock::now();
+  auto until = std::chrono::system_clock::time_point::max();
+  if (st.cfg.wall_limit.count() > 0) {
+    const auto started = st.row.started_at ? io::text::parse_utc(*st.row.started_at) : std::nullopt;
+    until = (started ? *started : now) + st.cfg.wall_limit;
+  }
+  if (st.cfg.wall_until_epoch > 0)
+    until = std::min(until, std::chrono::system_clock::time_point(std::chrono::seconds(st.cfg.wall_until_epoch)));
+  const auto left = std::max(std::chrono::system_clock::duration::zero(), until - now);
+  self->delayed_send(self, std::chrono::duration_cast<std::chrono::milliseconds>(left), wall_deadline{});
+}
+
 void open_gate(self_ptr self) {
   auto& st = self->state;
   if (is_pty(self)) st.timeline.mark(job_mark::pipe_ready);
@@ -652,6 +669,7 @@ void open_gate(self_ptr self) {
     const std::chrono::duration<double> took = job_state::clock::now() - self->state.admitted_at;
     self->send(self->state.peers.metrics, job_started_event{self->state.row.mode, took.count()});
     move_to(self, job_phase::live);
+    arm_wall_deadline(self);
     answer_run(self);
     settle(self);
   });
@@ -938,6 +956,7 @@ void recover(self_ptr self, bool alive) {
     settle(self);
     return;
   }
+  arm_wall_deadline(self);
   self->request(st.peers.watcher, caf::infinite, watch_dir{st.dir, caf::actor_cast<dir_listener>(self)})
       .then([self](watch_ack& ack) {
         auto& st = self->state;
@@ -1456,6 +1475,12 @@ job_actor_type::behavior_type job_actor(job_actor_type::stateful_pointer<job_sta
       [self](pipe_ready_timeout&) {
         if (self->state.phase == job_phase::awaiting_pipe)
           fail_start(self, "timed out waiting for pipe ready (10s)");
+      },
+      [self](wall_deadline&) {
+        // Terminated at once (no grace): its cgroup is killed, its output kept.
+        if (done(self) || self->state.terminating) return;
+        warn(self, "the scope's job wall deadline passed: terminated");
+        begin_terminate(self, 0, [] {});
       },
       [self](terminate_deadline& m) {
         if (m.generation == self->state.terminate_generation) finish_terminate(self);

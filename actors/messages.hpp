@@ -439,6 +439,8 @@ struct waiter_tick {
   std::uint64_t waiter_id;
 };
 struct pipe_ready_timeout {};
+// job_actor → itself: a scoped job's wall deadline passed (native-scopes.md §4.5).
+struct wall_deadline {};
 struct terminate_deadline {
   std::uint64_t generation;
 };
@@ -527,6 +529,7 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::collect_if_expired)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::waiter_tick)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::pipe_ready_timeout)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::terminate_deadline)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::wall_deadline)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::finalizer_timeout)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::output_final_deadline)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::store_retry_tick)

@@ -127,6 +127,8 @@ io::config::serve_config worker_config(const io::native::worker_setup& s) {
   w.scope_id = s.scope_id;
   w.generation = s.generation;
   w.payload = run + "/payload";
+  w.job_wall = std::chrono::seconds(static_cast<std::int64_t>(s.limits.job_wall_seconds));
+  w.deadline_epoch = static_cast<std::int64_t>(s.limits.deadline_epoch);
   w.image_root = s.image_root;
   w.runner_env = {
       {"SHELLCTL_NATIVE_JOB_PAYLOAD", w.payload},

@@ -359,7 +359,8 @@ scope_actor_type::behavior_type scope_actor(self_ptr self, cfg_ptr cfg, native_c
         setup.created_at = r.created_at;
         setup.image_root = cfg->image_root;
         setup.limits = {req.limits.input_bytes, req.limits.output_bytes, req.limits.max_jobs,
-                        req.limits.disk_bytes,  req.limits.open_files,   req.limits.file_bytes};
+                        req.limits.disk_bytes,  req.limits.open_files,   req.limits.file_bytes,
+                        req.limits.job_wall_seconds, static_cast<std::uint64_t>(req.deadline_epoch)};
         setup.cgroup = cfg->cgroups->dir(name_of(r));
         st.host_dir = cfg->scopes_dir() + "/" + name_of(r);
         setup.host_dir = st.host_dir;

@@ -165,6 +165,8 @@ int serve(const io::config::serve_config& cfg, const io::sandbox::namespace_prob
     js.default_cwd = "/home/dify";
     js.isolation = false;
     js.scoped_payload = worker.payload;
+    js.wall_limit = worker.job_wall;
+    js.wall_until_epoch = worker.deadline_epoch;
     js.scoped_image_root = worker.image_root;
     js.runner_policy_env.insert(js.runner_policy_env.end(), worker.runner_env.begin(),
                                 worker.runner_env.end());

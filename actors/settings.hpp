@@ -36,6 +36,10 @@ struct job_settings {
   // cwd names a path there: /home/dify, /workspace and /tmp are the payload's home/,
   // workspace/ and tmp/ (checked there), the rest is the image. "" = an ordinary server.
   std::string scoped_payload;
+  // Its jobs' wall deadline (§4.5): a job still running this long after it started, or at
+  // the scope's deadline (seconds since the epoch), is terminated. 0 = none.
+  std::chrono::seconds wall_limit{0};
+  std::int64_t wall_until_epoch = 0;
   std::string scoped_image_root;
   // Its output budget: every output byte is reserved before it is written (the
   // sanitizer's and the runner's copies, io/native/output_budget.hpp); "" = none.

@@ -62,6 +62,10 @@ struct serve_config {
     std::string scope_id;
     std::uint64_t generation = 0;
     std::string payload;           // the payload tmpfs (home/ workspace/ tmp/)
+    // Each job's wall deadline (§4.5): terminated after this long, or at the scope's
+    // deadline if that comes first. 0 = none.
+    std::chrono::seconds job_wall{0};
+    std::int64_t deadline_epoch = 0;
     std::string image_root = "/";
     // The runner's scoped settings (SHELLCTL_NATIVE_JOB_*, io/proc/runner.hpp).
     std::vector<std::pair<std::string, std::string>> runner_env;

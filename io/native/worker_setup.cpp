@@ -34,6 +34,8 @@ bool send_setup(int sock, const worker_setup& s, std::string& err) {
   w.key("disk_bytes").value(s.limits.disk_bytes);
   w.key("open_files").value(s.limits.open_files);
   w.key("file_bytes").value(s.limits.file_bytes);
+  w.key("job_wall_seconds").value(s.limits.job_wall_seconds);
+  w.key("deadline_epoch").value(s.limits.deadline_epoch);
   w.end_object();
   w.key("input_refs").begin_array();
   for (const auto& r : s.input_refs) w.value(r);
@@ -126,10 +128,14 @@ std::optional<worker_setup> receive_setup(int sock, std::string& err) {
     const std::pair<const char*, std::uint64_t*> numbers[] = {
         {"input_bytes", &s.limits.input_bytes}, {"output_bytes", &s.limits.output_bytes},
         {"max_jobs", &s.limits.max_jobs},       {"disk_bytes", &s.limits.disk_bytes},
-        {"open_files", &s.limits.open_files},   {"file_bytes", &s.limits.file_bytes}};
+        {"open_files", &s.limits.open_files},   {"file_bytes", &s.limits.file_bytes},
+        {"job_wall_seconds", &s.limits.job_wall_seconds}, {"deadline_epoch", &s.limits.deadline_epoch}};
     for (const auto& [k, out] : numbers) {
       auto v = limits->get_int(k);
-      if (!v || *v <= 0) return fail(std::string("setup limit ") + k + " is missing or not positive");
+      // The wall deadline's two may be 0 (none); every other limit is a positive bound.
+      const bool may_be_zero = out == &s.limits.job_wall_seconds || out == &s.limits.deadline_epoch;
+      if (!v || *v < 0 || (*v == 0 && !may_be_zero))
+        return fail(std::string("setup limit ") + k + " is missing or not positive");
       *out = u64(*v);
     }
   } catch (const std::exception& e) {

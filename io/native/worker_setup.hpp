@@ -15,6 +15,9 @@ namespace shellctl::io::native {
 struct worker_limits {
   std::uint64_t input_bytes = 0, output_bytes = 0, max_jobs = 0, disk_bytes = 0;
   std::uint64_t open_files = 0, file_bytes = 0;
+  // A job's wall deadline (§4.5): min(job_wall_seconds, the scope's deadline), 0 = none.
+  std::uint64_t job_wall_seconds = 0;
+  std::uint64_t deadline_epoch = 0;  // the scope's deadline, seconds since the epoch
 };
 
 struct worker_setup {

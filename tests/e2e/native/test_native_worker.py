@@ -24,7 +24,7 @@ import tempfile
 import time
 import unittest
 
-from harness import BIN_DIR, wait_until
+from harness import BIN_DIR, processes_mentioning, wait_until
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "helpers"))
 from helper_support import ensure_test_user  # noqa: E402
@@ -68,7 +68,8 @@ class Worker:
         self.host = os.path.join(self.tmp, "host")
         os.makedirs(self.host, mode=0o700)
         self.limits = {"input_bytes": 8192, "output_bytes": 1 << 20, "max_jobs": 64,
-                       "disk_bytes": 16 << 20, "open_files": 256, "file_bytes": 4 << 20}
+                       "disk_bytes": 16 << 20, "open_files": 256, "file_bytes": 4 << 20,
+                       "job_wall_seconds": 0, "deadline_epoch": 0}
         self.limits.update(limits or {})
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.log = open(os.path.join(self.tmp, "worker.log"), "w")
@@ -253,6 +254,47 @@ class WorkerAdmission(unittest.TestCase):
         finally:
             w.close()
 
+    def test_usage_counts_what_was_admitted_and_charged(self):
+        w = Worker(limits={"max_jobs": 5})
+        try:
+            self.assertEqual(w.request("GET", "/v1/worker/usage"),
+                             (200, {"input_bytes": 0, "output_bytes": 0, "jobs_admitted": 0}))
+            status, body = w.run("echo twelve-bytes", timeout_seconds=5)
+            self.assertEqual(status, 200, body)
+            status, usage = w.request("GET", "/v1/worker/usage")
+            self.assertEqual(status, 200)
+            self.assertEqual(usage["jobs_admitted"], 1)
+            self.assertGreaterEqual(usage["input_bytes"], len("echo twelve-bytes"))
+            self.assertGreaterEqual(usage["output_bytes"], len("twelve-bytes\n"))
+            self.assertEqual(w.request("POST", "/v1/worker/usage")[0], 405)
+            self.assertEqual(w.request("GET", "/v1/worker/usage", token="wrong")[0], 401)
+        finally:
+            w.close()
+
+    def test_a_job_past_its_wall_deadline_is_terminated(self):
+        """§4.5: min(job_wall_seconds, the scope's deadline); its processes end with it."""
+        for limits in ({"job_wall_seconds": 2}, {"deadline_epoch": int(time.time()) + 3}):
+            w = Worker(limits=limits)
+            try:
+                marker = "wall" + str(os.getpid())
+                status, body = w.run(f"echo started; sh -c 'sleep 1000; :' {marker} & sleep 1000",
+                                     timeout_seconds=0.5)
+                self.assertEqual(status, 200, body)
+                job = body["job_id"]
+                out = body["output"]
+                done = body["done"]
+                deadline = time.monotonic() + 30
+                while not done and time.monotonic() < deadline:
+                    status, res = w.request("POST", f"/v1/jobs/{job}/wait", {"offset": 0, "timeout": 5})
+                    out, done = res["output"], res["done"]
+                self.assertTrue(done, limits)
+                status, view = w.request("GET", f"/v1/jobs/{job}")
+                self.assertEqual(view["status"], "terminated", view)
+                self.assertIn("started", out)
+                wait_until(lambda: not processes_with(marker), timeout=10, what="its processes gone")
+            finally:
+                w.close()
+
     def test_input_is_charged_before_it_is_typed(self):
         w = Worker(limits={"input_bytes": 400})
         try:
@@ -302,16 +344,7 @@ class WorkerAdmission(unittest.TestCase):
 
 
 def processes_with(marker):
-    found = []
-    for pid in os.listdir("/proc"):
-        if pid.isdigit():
-            try:
-                with open(f"/proc/{pid}/cmdline") as f:
-                    if marker in f.read():
-                        found.append(pid)
-            except OSError:
-                pass
-    return found
+    return [pid for pid, _ in processes_mentioning(marker)]
 
 
 class OutputBudget(unittest.TestCase):
