@@ -51,13 +51,16 @@ native_match match_native(std::string_view method, std::string_view path) {
     m.scope_id = std::string(id);
     return m;
   }
-  const std::string_view job_path = rest.substr(slash);
+  // S1: /v1/test-scopes/{scope_id}/jobs/... is the ordinary /v1/jobs/... of the scope.
+  const std::string_view scoped = rest.substr(slash);
+  if (scoped.substr(0, 5) != "/jobs" || (scoped.size() > 5 && scoped[5] != '/')) return {};
+  const std::string job_path = "/v1" + std::string(scoped);
   const auto j = match_route(method, job_path);
   native_match m;
   if (j.result == route_match::kind::found && is_job_route(j.id)) {
     m = found(native_route::scoped_job);
     m.job_route = j.id;
-    m.job_path = std::string(job_path);
+    m.job_path = job_path;
   } else {
     // 405 only for a path one of the eight serves with another method; extensions and
     // snapshots are not served for scopes at all (404).

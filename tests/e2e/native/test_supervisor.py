@@ -229,7 +229,7 @@ class ScopeService(unittest.TestCase):
         return self.sv.request(method, view["transport"]["base_path"] + path, body, headers=headers)
 
     def run_job(self, view, script, **fields):
-        status, res = self.scoped(view, "POST", "/v1/jobs/run", dict({"script": script}, **fields))
+        status, res = self.scoped(view, "POST", "/jobs/run", dict({"script": script}, **fields))
         self.assertEqual(status, 200, res)
         return res
 
@@ -237,7 +237,7 @@ class ScopeService(unittest.TestCase):
         res = self.run_job(view, script, timeout_seconds=30)
         job, out = res["job_id"], res["output"]
         while not res["done"]:
-            status, res = self.scoped(view, "POST", f"/v1/jobs/{job}/wait", {"offset": res["offset"], "timeout": 10})
+            status, res = self.scoped(view, "POST", f"/jobs/{job}/wait", {"offset": res["offset"], "timeout": 10})
             self.assertEqual(status, 200, res)
             out += res["output"]
         return res, out
@@ -275,34 +275,35 @@ class ScopeService(unittest.TestCase):
                          (401, "unauthorized"))
         self.assertEqual(self.sv.request("PUT", "/v1/test-scopes/x")[0], 405)
         # Extensions are not served for scopes.
-        self.assertEqual(self.error_code(self.sv.request("GET", "/v1/test-scopes/x/v1/jobs/abc/stream")),
-                         (404, "not_found"))
+        for path in ("/v1/test-scopes/x/jobs/abc/stream", "/v1/test-scopes/x/v1/jobs",
+                     "/v1/test-scopes/x/snapshot/save"):
+            self.assertEqual(self.error_code(self.sv.request("GET", path)), (404, "not_found"), path)
 
     def test_check_order_scope_then_generation_then_token_then_state(self):
         v = self.create("order")
         # No such scope: 404 whatever the generation and token say.
         self.assertEqual(self.error_code(self.sv.request(
-            "GET", "/v1/test-scopes/nosuch/v1/jobs", headers={"X-Scope-Generation": "x"})), (404, "scope_not_found"))
+            "GET", "/v1/test-scopes/nosuch/jobs", headers={"X-Scope-Generation": "x"})), (404, "scope_not_found"))
         for gen in (None, "", "01", "+1", "0", "9007199254740992", "1.0"):
             headers = {} if gen is None else {"X-Scope-Generation": gen}
             self.assertEqual(self.error_code(self.sv.request("GET", "/v1/test-scopes/order", headers=headers)),
                              (400, "scope_generation_required"), gen)
         self.assertEqual(self.error_code(self.inspect("order", 2)), (409, "scope_generation_mismatch"))
         # A wrong generation is refused before the (also wrong) token.
-        self.assertEqual(self.error_code(self.scoped(v, "GET", "/v1/jobs", token="nst1.a.b", generation=2)),
+        self.assertEqual(self.error_code(self.scoped(v, "GET", "/jobs", token="nst1.a.b", generation=2)),
                          (409, "scope_generation_mismatch"))
         self.assertEqual(self.error_code(self.sv.request(
-            "GET", "/v1/test-scopes/order/v1/jobs", headers={"X-Scope-Generation": "1"})),
+            "GET", "/v1/test-scopes/order/jobs", headers={"X-Scope-Generation": "1"})),
             (401, "scope_token_required"))
         tok = v["transport"]["scope_token"]
         for bad in ("nst1.a.b", tok[:-2] + ("AA" if not tok.endswith("AA") else "BB"), "x" + tok):
-            self.assertEqual(self.error_code(self.scoped(v, "GET", "/v1/jobs", token=bad)),
+            self.assertEqual(self.error_code(self.scoped(v, "GET", "/jobs", token=bad)),
                              (403, "scope_token_invalid"), bad)
         # Each inspect mints a fresh token; every one verifies.
         _, again = self.inspect("order", 1)
         self.assertNotEqual(again["transport"]["scope_token"], tok)
-        self.assertEqual(self.scoped(again, "GET", "/v1/jobs")[0], 200)
-        self.assertEqual(self.scoped(v, "GET", "/v1/jobs")[0], 200)
+        self.assertEqual(self.scoped(again, "GET", "/jobs")[0], 200)
+        self.assertEqual(self.scoped(v, "GET", "/jobs")[0], 200)
 
     def test_the_create_body_is_strict(self):
         bad_json = self.sv.request("POST", "/v1/test-scopes", raw="{not json")
@@ -366,8 +367,8 @@ class ScopeService(unittest.TestCase):
         self.assertIn("base-canary\ninput-canary\n/home/dify\n/home/dify\n", out)
         self.assertIn("wrote", out)
         self.assertTrue(res["output_path"].startswith("/run/dify-native/spool/jobs/"), res)
-        self.assertEqual(self.scoped(v, "GET", f"/v1/jobs/{res['job_id']}")[1]["status"], "exited")
-        status, listed = self.scoped(v, "GET", "/v1/jobs")
+        self.assertEqual(self.scoped(v, "GET", f"/jobs/{res['job_id']}")[1]["status"], "exited")
+        status, listed = self.scoped(v, "GET", "/jobs")
         self.assertEqual([j["job_id"] for j in listed["jobs"]], [res["job_id"]])
         # The base itself is unchanged.
         self.assertFalse(os.path.exists(os.path.join(self.fx.base, "canary", "made")))
@@ -398,14 +399,14 @@ class ScopeService(unittest.TestCase):
         # The tombstone: 410 for its generation, 404 for another; a job route too.
         self.assertEqual(self.error_code(self.inspect("life", 1)), (410, "scope_destroyed"))
         self.assertEqual(self.error_code(self.inspect("life", 2)), (404, "scope_not_found"))
-        self.assertEqual(self.error_code(self.scoped(v, "GET", "/v1/jobs")), (410, "scope_destroyed"))
+        self.assertEqual(self.error_code(self.scoped(v, "GET", "/jobs")), (410, "scope_destroyed"))
         # S5: a destroyed generation never comes back; a higher one may.
         self.assertEqual(self.error_code(self.sv.request("POST", "/v1/test-scopes", self.body("life", 1))),
                          (409, "scope_generation_stale"))
         v2 = self.create("life", 2)
         self.assertEqual(v2["state"], "ready")
         # The old generation's token does not open the new one.
-        self.assertEqual(self.error_code(self.scoped(v, "GET", "/v1/jobs", generation=2)),
+        self.assertEqual(self.error_code(self.scoped(v, "GET", "/jobs", generation=2)),
                          (403, "scope_token_invalid"))
 
     def test_a_failed_cleanup_quarantines_and_delete_retries(self):
@@ -419,7 +420,7 @@ class ScopeService(unittest.TestCase):
             self.assertEqual((status, body["error"]["code"]), (500, "scope_cleanup_failed"), body)
             _, q = self.inspect("stuck", 1)
             self.assertEqual((q["state"], q["transport"]), ("quarantined", None))
-            self.assertEqual(self.error_code(self.scoped(v, "GET", "/v1/jobs")), (409, "scope_quarantined"))
+            self.assertEqual(self.error_code(self.scoped(v, "GET", "/jobs")), (409, "scope_quarantined"))
             # Its processes are gone already (the cgroup end came first).
             self.assertFalse(os.path.exists(self.scope_cgroup(v)))
         finally:
@@ -507,7 +508,7 @@ class Reattach(unittest.TestCase):
 
     def test_a_restart_mid_job_reattaches_and_the_output_goes_on(self):
         v = self.create("keep")
-        status, res = self.scoped(v, "POST", "/v1/jobs/run",
+        status, res = self.scoped(v, "POST", "/jobs/run",
                                   {"script": "i=0; while [ $i -lt 40 ]; do echo tick-$i; i=$((i+1)); sleep 0.1; done",
                                    "timeout_seconds": 0.5})
         self.assertEqual(status, 200, res)
@@ -519,7 +520,7 @@ class Reattach(unittest.TestCase):
         # The token minted before the restart still verifies: same worker identity, same T.
         out, offset, done = res["output"], res["offset"], res["done"]
         while not done:
-            status, w = self.scoped(v, "POST", f"/v1/jobs/{res['job_id']}/wait", {"offset": offset, "timeout": 10})
+            status, w = self.scoped(v, "POST", f"/jobs/{res['job_id']}/wait", {"offset": offset, "timeout": 10})
             self.assertEqual(status, 200, w)
             out, offset, done = out + w["output"], w["offset"], w["done"]
         self.assertIn("tick-39", out)
@@ -533,7 +534,7 @@ class Reattach(unittest.TestCase):
         status, lost = self.sv.request("GET", "/v1/test-scopes/dies", headers={"X-Scope-Generation": "1"})
         self.assertEqual((status, lost["state"], lost["transport"]), (200, "lost", None), lost)
         self.assertIn("exited", lost["state_reason"])
-        self.assertEqual(self.scoped(v, "GET", "/v1/jobs")[1]["error"]["code"], "scope_worker_lost")
+        self.assertEqual(self.scoped(v, "GET", "/jobs")[1]["error"]["code"], "scope_worker_lost")
         self.restart()
         _, still = self.sv.request("GET", "/v1/test-scopes/dies", headers={"X-Scope-Generation": "1"})
         self.assertEqual(still["state"], "lost")
@@ -553,7 +554,7 @@ class Reattach(unittest.TestCase):
         self.assertIn("start time", lost["state_reason"])
         # The tokens minted for the recorded identity no longer verify (S11: a token dies
         # with the identity it names); a lost scope hands out none.
-        self.assertEqual(self.scoped(v, "GET", "/v1/jobs")[1]["error"]["code"], "scope_token_invalid")
+        self.assertEqual(self.scoped(v, "GET", "/jobs")[1]["error"]["code"], "scope_token_invalid")
         self.assertIsNone(lost["transport"])
         # Not adopted, and not respawned either: only the old worker's processes are there,
         # and the destruction (by cgroup path) still ends them.

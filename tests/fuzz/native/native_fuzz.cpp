@@ -78,7 +78,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (m.result != shellctl::actors::route_match::kind::found) continue;
     if (m.id == shellctl::actors::native_route::scoped_job &&
         (m.scope_id.empty() || m.scope_id.find('/') != std::string::npos || m.job_path.rfind("/v1/jobs", 0) != 0 ||
-         in != "/v1/test-scopes/" + m.scope_id + m.job_path))
+         in != "/v1/test-scopes/" + m.scope_id + m.job_path.substr(3)))
       std::abort();
   }
   return 0;

@@ -37,22 +37,23 @@ TEST_CASE("the scope routes and the scoped job routes") {
       {"POST", "/v1/jobs/abc/wait"}, {"POST", "/v1/jobs/abc/input"}, {"POST", "/v1/jobs/abc/terminate"},
       {"GET", "/v1/jobs/abc/log/tail"}};
   for (const auto& [method, path] : jobs) {
-    m = match_native(method, std::string("/v1/test-scopes/s-1") + path);
+    m = match_native(method, std::string("/v1/test-scopes/s-1") + (path + 3));  // S1: .../jobs/...
     CHECK_MESSAGE(m.result == route_match::kind::found, path);
     CHECK(m.id == native_route::scoped_job);
     CHECK(m.scope_id == "s-1");
     CHECK(m.job_path == path);
   }
-  for (const char* path : {"/v1/test-scopes/s/v1/jobs/abc/stream", "/v1/test-scopes/s/v1/snapshot/save",
-                           "/v1/test-scopes/s/v1/info", "/v1/test-scopes/s/v1/files/stat",
-                           "/v1/test-scopes//v1/jobs", "/v1/test-scopes/", "/v1/jobs", "/v1/jobs/run",
+  for (const char* path : {"/v1/test-scopes/s/jobs/abc/stream", "/v1/test-scopes/s/snapshot/save",
+                           "/v1/test-scopes/s/v1/jobs", "/v1/test-scopes/s/v1/jobs/run",
+                           "/v1/test-scopes/s/info", "/v1/test-scopes/s/files/stat", "/v1/test-scopes/s/jobsx",
+                           "/v1/test-scopes//jobs", "/v1/test-scopes/", "/v1/jobs", "/v1/jobs/run",
                            "/v1/snapshot/save", "/metrics", "/openapi.json", "/v1/test-scopesx"})
     CHECK_MESSAGE(match_native("GET", path).result == route_match::kind::not_found, path);
   m = match_native("PUT", "/v1/test-scopes/s");
   CHECK(m.result == route_match::kind::method_not_allowed);
   CHECK(m.allow == "DELETE, GET, HEAD");
   CHECK(match_native("GET", "/v1/test-scopes").result == route_match::kind::method_not_allowed);
-  m = match_native("PUT", "/v1/test-scopes/s/v1/jobs/abc/wait");
+  m = match_native("PUT", "/v1/test-scopes/s/jobs/abc/wait");
   CHECK(m.result == route_match::kind::method_not_allowed);
   CHECK(m.allow == "POST");
 }
