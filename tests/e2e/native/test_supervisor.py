@@ -445,6 +445,24 @@ class ScopeService(unittest.TestCase):
         self.destroy_quietly("cap0", 1)
         self.create("cap-over")
 
+    def test_the_qualification_suite_refuses_this_host(self):
+        """S33: tier Q fails (exit 1, never 77) where its prerequisites are missing, naming each:
+        with nothing set, and against this very supervisor (which enforces no controller)."""
+        suite = os.path.join(os.path.dirname(__file__), "..", "..", "native", "qualify",
+                             "integration_native_test.py")
+        base_env = {"PATH": os.environ.get("PATH", ""), "SHELLCTL_BIN": SHELLCTL, "HOME": self.fx.tmp}
+        r = subprocess.run([sys.executable, suite], env=base_env, capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("DIFY_AGENT_LOCAL_NATIVE_TEST_ENDPOINT is not set", r.stdout)
+        self.assertIn("--native-check: apparmor", r.stdout)
+        env = dict(base_env, DIFY_AGENT_LOCAL_NATIVE_TEST_ENDPOINT=f"http://127.0.0.1:{self.sv.port}",
+                   DIFY_AGENT_LOCAL_NATIVE_TEST_AUTH_TOKEN=TOKEN)
+        r = subprocess.run([sys.executable, suite], env=env, capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("enforces no cpu memory pids", r.stdout)
+        self.assertIn("without its AppArmor profile", r.stdout)
+        self.assertNotIn("ENDPOINT is not set", r.stdout)
+
     def test_escapes_from_a_scoped_job_fail(self):
         v = self.create("escape")
         state = self.fx.state
