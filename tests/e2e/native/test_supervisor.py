@@ -370,11 +370,14 @@ class ScopeService(unittest.TestCase):
         self.assertEqual(self.scoped(v, "GET", f"/jobs/{res['job_id']}")[1]["status"], "exited")
         status, listed = self.scoped(v, "GET", "/jobs")
         self.assertEqual([j["job_id"] for j in listed["jobs"]], [res["job_id"]])
+        # §4.5: HOME is /home/dify whatever the request's env says.
+        res = self.run_job(v, "echo home=$HOME", env={"HOME": "/tmp/elsewhere"}, timeout_seconds=10)
+        self.assertIn("home=/home/dify", res["output"])
         # The base itself is unchanged.
         self.assertFalse(os.path.exists(os.path.join(self.fx.base, "canary", "made")))
         # Usage counts the admitted job and its script.
         _, now = self.inspect("life", 1)
-        self.assertEqual(now["usage"]["jobs_admitted"], 1)
+        self.assertEqual(now["usage"]["jobs_admitted"], 2)
         self.assertGreater(now["usage"]["input_bytes"], 0)
 
         # S6: a live scope is never replaced, whatever the generation.
@@ -549,6 +552,9 @@ class Reattach(unittest.TestCase):
         with open(os.path.join(self.worker_cgroup("dies"), "cgroup.kill"), "w") as f:
             f.write("1")
         wait_until(lambda: not procs(self.worker_cgroup("dies")), timeout=10, what="the worker dead")
+        # §4.5: a job request meets the dead worker first: 502, and the scope checks its worker.
+        status, body = self.scoped(v, "GET", "/jobs")
+        self.assertEqual((status, body["error"]["code"]), (502, "scope_worker_unreachable"), body)
         status, lost = self.sv.request("GET", "/v1/test-scopes/dies", headers={"X-Scope-Generation": "1"})
         self.assertEqual((status, lost["state"], lost["transport"]), (200, "lost", None), lost)
         self.assertIn("exited", lost["state_reason"])
