@@ -92,9 +92,11 @@ TEST_CASE("bad JSON is 400, anything else wrong is 422 validation_error") {
       {"\"memory_bytes\":536870912", "\"memory_bytes\":100000000"},
       {"\"network_bytes\":0", "\"network_bytes\":5"},
   };
-  for (const auto& [from, to] : cases) {
+  for (const auto& c : cases) {
+    // Named copies: clang does not let doctest's message lambda capture structured bindings.
+    const std::string from = c.first, to = c.second;
     auto p = problem(body(from, to));
-    CHECK_MESSAGE(p.status == 422, from, " -> ", to, ": ", p.message);
+    CHECK_MESSAGE(p.status == 422, (from + " -> " + to + ": " + p.message));
     CHECK(p.code == "validation_error");
   }
 }
