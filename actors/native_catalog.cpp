@@ -5,7 +5,17 @@
 namespace shellctl::actors {
 namespace {
 
-std::string now_text() { return io::text::utc_now(); }
+// Every answer carries the catalog's error instead of ending the actor with it.
+template <class Reply, class Work>
+Reply guarded(Work work) {
+  Reply r;
+  try {
+    work(r);
+  } catch (const std::exception& e) {
+    r.error = e.what();
+  }
+  return r;
+}
 
 }  // namespace
 
@@ -13,62 +23,36 @@ native_catalog_actor::behavior_type native_catalog(native_catalog_actor::pointer
                                                    std::shared_ptr<io::native::catalog> db) {
   return {
       [db](catalog_begin& m) {
-        catalog_begun r;
-        try {
+        return guarded<catalog_begun>([&](catalog_begun& r) {
           r.outcome = db->begin_create(m.record);
           r.ok = true;
-        } catch (const std::exception& e) {
-          r.error = e.what();
-        }
-        return r;
+        });
       },
       [db](catalog_record_worker& m) {
-        catalog_done r;
-        try {
+        return guarded<catalog_done>([&](catalog_done& r) {
           const auto& w = m.record;
-          r.ok = db->record_worker(w.scope_id, w.generation, w.worker_pid, w.worker_starttime,
-                                   w.boot_id, w.worker_nonce, w.cgroup_path, now_text());
-        } catch (const std::exception& e) {
-          r.error = e.what();
-        }
-        return r;
+          r.ok = db->record_worker(w.scope_id, w.generation, w.worker_pid, w.worker_starttime, w.boot_id,
+                                   w.worker_nonce, w.cgroup_path, io::text::utc_now());
+        });
       },
       [db](catalog_transition& m) {
-        catalog_done r;
-        try {
-          r.ok = db->transition(m.scope_id, m.generation, m.from, m.to, m.reason, now_text());
-        } catch (const std::exception& e) {
-          r.error = e.what();
-        }
-        return r;
+        return guarded<catalog_done>([&](catalog_done& r) {
+          r.ok = db->transition(m.scope_id, m.generation, m.from, m.to, m.reason, io::text::utc_now());
+        });
       },
       [db](catalog_bury& m) {
-        catalog_done r;
-        try {
-          r.ok = db->bury(m.scope_id, m.generation, m.reason, now_text());
-        } catch (const std::exception& e) {
-          r.error = e.what();
-        }
-        return r;
+        return guarded<catalog_done>([&](catalog_done& r) {
+          r.ok = db->bury(m.scope_id, m.generation, m.reason, io::text::utc_now());
+        });
       },
       [db](catalog_find& m) {
-        catalog_found r;
-        try {
+        return guarded<catalog_found>([&](catalog_found& r) {
           r.record = db->find(m.scope_id);
           r.tomb = db->find_tombstone(m.scope_id);
-        } catch (const std::exception& e) {
-          r.error = e.what();
-        }
-        return r;
+        });
       },
       [db](catalog_retained&) {
-        catalog_rows r;
-        try {
-          r.rows = db->retained();
-        } catch (const std::exception& e) {
-          r.error = e.what();
-        }
-        return r;
+        return guarded<catalog_rows>([&](catalog_rows& r) { r.rows = db->retained(); });
       },
       [self](native_shutdown&) { self->quit(); },
   };

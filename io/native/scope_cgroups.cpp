@@ -69,14 +69,19 @@ class delegated final : public scope_cgroups {
       std::ifstream in(unit_dir() + "/cpu.max");
       in >> quota >> period;
     }
+    // An unreadable or unparsable bound is not a fit (never a guess that it is).
     auto over = [](const std::string& limit, std::uint64_t want) {
-      if (limit.empty() || limit == "max") return false;
+      if (limit == "max") return false;
+      if (limit.empty() || limit.find_first_not_of("0123456789") != std::string::npos) return true;
       return want > std::stoull(limit);
     };
     if (over(mem_max, mem)) return "memory: the unit's memory.max is " + mem_max;
-    // The manager and its workers need pids too: scopes may take what the unit has left.
     if (over(pids_max, pids)) return "pids: the unit's pids.max is " + pids_max;
-    if (quota != "max" && !quota.empty() && !period.empty()) {
+    if (quota != "max" && (quota.empty() || period.empty() ||
+                           quota.find_first_not_of("0123456789") != std::string::npos ||
+                           period.find_first_not_of("0123456789") != std::string::npos))
+      return "cpu: the unit's cpu.max cannot be read";
+    if (quota != "max") {
       const std::uint64_t unit_millicores = std::stoull(quota) * 1000 / std::max<std::uint64_t>(1, std::stoull(period));
       if (cpu > unit_millicores) return "cpu: the unit's cpu.max allows " + std::to_string(unit_millicores) + " millicores";
     }
