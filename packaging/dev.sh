@@ -65,6 +65,49 @@ install_npm_tools() {
 }
 
 # The end-to-end suites, optionally under load. Every result is counted from meson's log.
+# The tree built with clang (-Werror), then each libFuzzer target for FUZZ_SECONDS (25),
+# $(nproc) at a time. Prints what failed (the build's errors, a fuzzer's crash) and
+# returns non-zero on any failure.
+clang_and_fuzz() {
+  [ -f build-fuzz/build.ninja ] || CC=clang CXX=clang++ meson setup build-fuzz -Dfuzz=true -Dwerror=true >/dev/null
+  echo "building with clang (build-fuzz/)"
+  if ! ninja -C build-fuzz -j "$(nproc)" > build-fuzz/ninja.log 2>&1; then
+    grep -v "^\[" build-fuzz/ninja.log | tail -n 60
+    echo "clang build FAILED"
+    return 1
+  fi
+  local f failed=0 running=0
+  for f in http json tmux archive agent_cli paths native; do
+    if [ "$running" -ge "$(nproc)" ]; then
+      wait -n || failed=1
+      running=$((running - 1))
+    fi
+    (
+      corpus=$(mktemp -d)
+      seeds=tests/fuzz/$f/corpus
+      [ -d "$seeds" ] || seeds=
+      log=build-fuzz/${f}_fuzz.log
+      rc=0
+      ./build-fuzz/tests/fuzz/$f/${f}_fuzz -max_total_time="${FUZZ_SECONDS:-25}" \
+        -max_len=8192 -print_final_stats=1 "$corpus" $seeds > "$log" 2>&1 || rc=$?
+      rm -rf "$corpus"
+      if [ "$rc" -ne 0 ]; then
+        tail -n 60 "$log"
+        echo "fuzzer $f FAILED (log: $log)"
+        exit 1
+      fi
+      echo "fuzzed $f for ${FUZZ_SECONDS:-25} s: $(grep -E "^Done" "$log")"
+    ) &
+    running=$((running + 1))
+  done
+  while [ "$running" -gt 0 ]; do
+    wait -n || failed=1
+    running=$((running - 1))
+  done
+  rm -rf /tmp/shellctl-archive-fuzz-* /tmp/shellctl-paths-fuzz-*  # the targets' trees
+  return "$failed"
+}
+
 run_suites() {
   local name=$1
   shift
@@ -118,24 +161,39 @@ case "${1:-}" in
     build
     install_npm_tools
     run_suites "all suites"
-    # Stress mode: the end-to-end suites again with every core busy (bounded hogs, stopped
-    # when the pass ends) and SIGHUP ignored, as under nohup: a flaky test is a bug. Left
-    # out, to keep CI well under its time: the load suite (a load test of its own),
-    # dify-agent's suite (a client against a stub, no job server timing) and the native
-    # component suites (their own processes and kernel set-up, run once above).
-    echo "stress pass: end-to-end suites with $(nproc) CPU hogs, SIGHUP ignored"
-    hogs=()
-    for _ in $(seq "$(nproc)"); do
-      timeout 3600 sh -c 'while :; do :; done' &
-      hogs+=($!)
-    done
+    # Stress mode: the end-to-end suites again with every core busy and SIGHUP ignored, as
+    # under nohup: a flaky test is a bug. The load is useful work: the whole tree built
+    # again with clang (warnings are errors there too), then the libFuzzer targets (HTTP
+    # front, JSON decoder, tmux quoting, snapshot excludes and restore, dify-agent, paths,
+    # native scopes; bounded runs, any crash fails), $(nproc) at a time; bounded CPU hogs
+    # keep the cores busy if the suites outlast them. Left out of the pass, to keep CI well
+    # under its time: the load suite (a load test of its own), dify-agent's suite (a client
+    # against a stub, no job server timing) and the native component suites (their own
+    # processes and kernel set-up, run once above).
+    echo "stress pass: end-to-end suites while the clang build and the fuzzers (then CPU hogs) keep $(nproc) cores busy, SIGHUP ignored"
+    clang_log=build/meson-logs/clang-and-fuzz.log
+    ( clang_and_fuzz ) >"$clang_log" 2>&1 &
+    clang_pid=$!
     stress_rc=0
     nohup_log=build/meson-logs/stress-pass.log
     ( trap '' HUP; exec bash -c \
         'meson test -C build --print-errorlogs --num-processes 1 --suite e2e --no-suite load --no-suite agent-cli --no-suite native-component' ) \
-      >"$nohup_log" 2>&1 || stress_rc=$?
-    kill "${hogs[@]}" 2>/dev/null || true
-    wait "${hogs[@]}" 2>/dev/null || true
+      >"$nohup_log" 2>&1 &
+    stress_pid=$!
+    clang_rc=0
+    wait "$clang_pid" || clang_rc=$?
+    hogs=()
+    if kill -0 "$stress_pid" 2>/dev/null; then
+      for _ in $(seq "$(nproc)"); do
+        timeout 3600 sh -c 'while :; do :; done' &
+        hogs+=($!)
+      done
+    fi
+    wait "$stress_pid" || stress_rc=$?
+    if [ ${#hogs[@]} -gt 0 ]; then
+      kill "${hogs[@]}" 2>/dev/null || true
+      wait "${hogs[@]}" 2>/dev/null || true
+    fi
     grep -E "^ *[0-9]+/[0-9]+ " "$nohup_log" || true
     if [ "$stress_rc" -ne 0 ]; then
       grep -E -B2 -A25 "^(FAIL|ERROR):" "$nohup_log" | head -n 200 || true
@@ -143,31 +201,11 @@ case "${1:-}" in
       exit 1
     fi
     echo "stress pass passed"
-    # The whole tree again with clang (warnings are errors there too), then the libFuzzer
-    # targets over the HTTP front, the JSON decoder, the tmux quoting and the snapshot's
-    # excludes and restore: bounded runs, any crash fails.
-    [ -f build-fuzz/build.ninja ] || CC=clang CXX=clang++ meson setup build-fuzz -Dfuzz=true -Dwerror=true >/dev/null
-    echo "building with clang (build-fuzz/)"
-    if ! ninja -C build-fuzz > build-fuzz/ninja.log 2>&1; then
-      grep -v "^\[" build-fuzz/ninja.log | tail -n 60
-      echo "clang build FAILED" >&2
+    cat "$clang_log"
+    if [ "$clang_rc" -ne 0 ]; then
+      echo "clang build or fuzzing FAILED (log: $clang_log)" >&2
       exit 1
     fi
-    for f in http json tmux archive agent_cli paths native; do
-      corpus=$(mktemp -d)
-      seeds=tests/fuzz/$f/corpus
-      [ -d "$seeds" ] || seeds=
-      log=build-fuzz/${f}_fuzz.log
-      echo "fuzzing $f for ${FUZZ_SECONDS:-25} s (log: $log)"
-      if ! ./build-fuzz/tests/fuzz/$f/${f}_fuzz -max_total_time="${FUZZ_SECONDS:-25}" \
-          -max_len=8192 -print_final_stats=1 "$corpus" $seeds > "$log" 2>&1; then
-        tail -n 60 "$log"
-        echo "fuzzer $f FAILED" >&2
-        exit 1
-      fi
-      grep -E "^Done|^stat::number_of_executed_units" "$log"
-      rm -rf "$corpus" /tmp/shellctl-archive-fuzz-* /tmp/shellctl-paths-fuzz-*  # the targets' trees
-    done
     echo "all tests and fuzzers passed"
     ;;
   *)
