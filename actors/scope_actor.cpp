@@ -147,21 +147,17 @@ void refresh_usage(self_ptr self, const cfg_ptr& cfg, scope_usage& usage) {
   }
 }
 
-struct usage_cache {
-  scope_usage last;
-};
-
-scope_view view_of(self_ptr self, const cfg_ptr& cfg, usage_cache& cache) {
+scope_view view_of(self_ptr self, const cfg_ptr& cfg) {
   auto& st = self->state;
   scope_view v;
   v.record = st.record;
   if (st.record.state == native::scope_state::ready) {
-    refresh_usage(self, cfg, cache.last);
+    refresh_usage(self, cfg, st.last_usage);
     v.transport = scope_transport{"/v1/test-scopes/" + st.record.scope_id,
                                   native::new_scope_token(cfg->token, identity_of(st.record)),
                                   st.record.deadline};
   }
-  v.usage = cache.last;
+  v.usage = st.last_usage;
   return v;
 }
 
@@ -312,7 +308,6 @@ void arm_deadline(self_ptr self) {
 
 scope_actor_type::behavior_type scope_actor(self_ptr self, cfg_ptr cfg, native_catalog_actor catalog,
                                             scope_registry_actor registry) {
-  auto usage = std::make_shared<usage_cache>();
   return {
       [=](scope_begin& m) -> scope_answer {
         auto& st = self->state;
@@ -381,7 +376,7 @@ scope_actor_type::behavior_type scope_actor(self_ptr self, cfg_ptr cfg, native_c
           return out;
         }
         arm_deadline(self);
-        out.view = view_of(self, cfg, *usage);
+        out.view = view_of(self, cfg);
         return out;
       },
       [=](scope_adopt& m) -> scope_answer {
@@ -406,7 +401,7 @@ scope_actor_type::behavior_type scope_actor(self_ptr self, cfg_ptr cfg, native_c
           return out;
         }
         if (st.record.state != native::scope_state::ready && st.record.state != native::scope_state::creating) {
-          out.view = view_of(self, cfg, *usage);
+          out.view = view_of(self, cfg);
           return out;  // lost and quarantined stay as they are
         }
         std::string why;
@@ -434,7 +429,7 @@ scope_actor_type::behavior_type scope_actor(self_ptr self, cfg_ptr cfg, native_c
                       native::scope_state::lost, "worker not re-adopted: " + why, e))
             out.error = err("storage_unavailable", e);
         }
-        out.view = view_of(self, cfg, *usage);
+        out.view = view_of(self, cfg);
         return out;
       },
       [=](scope_inspect&) -> scope_answer {
@@ -450,7 +445,7 @@ scope_actor_type::behavior_type scope_actor(self_ptr self, cfg_ptr cfg, native_c
             }
           }
         }
-        out.view = view_of(self, cfg, *usage);
+        out.view = view_of(self, cfg);
         return out;
       },
       [=](scope_destroy& m) -> scope_gone { return end_scope(self, cfg, catalog, registry, m.reason); },

@@ -52,6 +52,9 @@ struct scope_actor_state {
   std::string host_dir;        // <state>/native/scopes/<name>: control.sock
   std::string socket_path;
   bool armed_deadline = false;
+  // The worker's counters as last read: a lost worker's spool is gone with it, so the view
+  // shows what it last said rather than zeros.
+  scope_usage last_usage;
   ~scope_actor_state();
 };
 
