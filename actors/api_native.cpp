@@ -83,7 +83,9 @@ std::string scope_view_json(const scope_view& v) {
     w.begin_object();
     w.key("host").value(t.host);
     w.key("port").value(static_cast<int>(t.port));
-    w.key("addresses").begin_array().end_array();
+    w.key("addresses").begin_array();
+    for (const auto& a : t.addresses) w.value(a);
+    w.end_array();
     w.end_object();
   }
   w.end_array();

@@ -24,7 +24,7 @@ native_catalog_actor::behavior_type native_catalog(native_catalog_actor::pointer
   return {
       [db](catalog_begin& m) {
         return guarded<catalog_begun>([&](catalog_begun& r) {
-          r.outcome = db->begin_create(m.record);
+          r.outcome = db->begin_create(m.record, m.net);
           r.ok = true;
         });
       },
@@ -53,6 +53,30 @@ native_catalog_actor::behavior_type native_catalog(native_catalog_actor::pointer
       },
       [db](catalog_retained&) {
         return guarded<catalog_rows>([&](catalog_rows& r) { r.rows = db->retained(); });
+      },
+      [db](catalog_net_dial& m) {
+        return guarded<catalog_net_grant>([&](catalog_net_grant& r) {
+          // A spent byte budget refuses the dial before it costs a unit.
+          const auto b = db->net_budget(m.scope_id);
+          if (b && b->bytes_used >= b->bytes_limit)
+            r.refusal = "network_bytes_exhausted";
+          else if (db->charge_net_connection(m.scope_id))
+            r.granted = 1;
+          else
+            r.refusal = "network_connections_exhausted";
+        });
+      },
+      [db](catalog_net_reserve& m) {
+        return guarded<catalog_net_grant>([&](catalog_net_grant& r) {
+          r.granted = db->reserve_net_bytes(m.scope_id, m.max);
+          if (r.granted == 0) r.refusal = "network_bytes_exhausted";
+        });
+      },
+      [db](catalog_net_read& m) {
+        return guarded<catalog_net_state>([&](catalog_net_state& r) {
+          r.pins = db->net_pins(m.scope_id);
+          r.budget = db->net_budget(m.scope_id);
+        });
       },
       [self](native_shutdown&) { self->quit(); },
   };

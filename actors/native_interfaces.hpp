@@ -6,6 +6,8 @@
 //   loop ─native_call→ native_edge ─create/inspect/destroy/scoped_job→ scope_registry
 //   scope_registry ─(checks scope and generation)→ scope_actor (one per generation)
 //   scope_actor ─catalog_*→ native_catalog (the catalog's only writer)
+//   scope_actor ─spawns, stops→ net_broker (one per generation with targets)
+//   net_broker ─spawns→ broker_link (one per proxied connection) ─catalog_net_*→ native_catalog
 //   native_edge ─(a scoped job: the worker's socket and control token)→ worker_caller
 //   worker_caller ─HTTP over the control socket→ the scope's worker (its own process)
 #include <caf/all.hpp>
@@ -45,7 +47,7 @@ struct scope_transport {
 // What create and inspect answer (§4.3 "View").
 struct scope_view {
   io::native::scope_record record;
-  std::vector<io::native::network_target> targets;
+  std::vector<io::native::pinned_target> targets;  // with their pinned addresses
   scope_usage usage;
   std::optional<scope_transport> transport;  // only while ready
 };
@@ -114,7 +116,15 @@ struct native_shutdown {};
 
 // ---------------------------------------------------------------- scope_actor
 
-struct scope_begin {  // create: everything after validation and fencing (§4.3 steps 3-7)
+// Create, §4.3 steps 3-4: the refs opened beneath their roots and the targets resolved and
+// pinned (both held by the actor for scope_begin). Then the registry checks capacity.
+struct scope_prepare {
+  io::native::create_request req;
+};
+struct scope_prepared {
+  std::optional<native_error> error;
+};
+struct scope_begin {  // create: steps 6-7, after scope_prepare and the capacity check
   io::native::create_request req;
 };
 struct scope_adopt {  // a retained row after a restart (§5 "Reattach")
@@ -134,6 +144,7 @@ struct scope_worker_unreachable {};  // from the edge: a forward failed; check t
 
 struct catalog_begin {
   io::native::scope_record record;
+  io::native::scope_network net;  // pins and budget, in the same transaction
 };
 struct catalog_begun {
   bool ok = false;  // false: the catalog failed (error)
@@ -168,6 +179,27 @@ struct catalog_found {
   std::optional<io::native::tombstone> tomb;
 };
 struct catalog_retained {};
+// The network budget (§7): a connection unit per dial, bytes reserved before each read.
+struct catalog_net_dial {
+  std::string scope_id;
+};
+struct catalog_net_reserve {
+  std::string scope_id;
+  std::uint64_t max = 0;
+};
+struct catalog_net_grant {
+  std::string error;         // the catalog failed
+  std::string refusal;       // dial: network_connections_exhausted | network_bytes_exhausted
+  std::uint64_t granted = 0;  // dial: 1 when charged; reserve: the bytes
+};
+struct catalog_net_read {
+  std::string scope_id;
+};
+struct catalog_net_state {
+  std::string error;
+  std::vector<io::native::pinned_target> pins;
+  std::optional<io::native::net_usage> budget;
+};
 struct catalog_rows {
   std::string error;
   std::vector<io::native::scope_record> rows;
@@ -195,6 +227,8 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::scope_buried)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::adopt_retained)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::adopted)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::native_shutdown)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::scope_prepare)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::scope_prepared)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::scope_begin)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::scope_adopt)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::scope_inspect)
@@ -212,6 +246,11 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::catalog_find)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::catalog_found)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::catalog_retained)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::catalog_rows)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::catalog_net_dial)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::catalog_net_reserve)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::catalog_net_grant)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::catalog_net_read)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::catalog_net_state)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::forward_job)
 
 namespace shellctl::actors {
@@ -227,11 +266,15 @@ using native_catalog_actor = caf::typed_actor<
     replies_to<catalog_bury>::with<catalog_done>,           // row gone, generation tombstoned
     replies_to<catalog_find>::with<catalog_found>,
     replies_to<catalog_retained>::with<catalog_rows>,
+    replies_to<catalog_net_dial>::with<catalog_net_grant>,     // one connection unit
+    replies_to<catalog_net_reserve>::with<catalog_net_grant>,  // bytes before a read
+    replies_to<catalog_net_read>::with<catalog_net_state>,     // pins and counters
     reacts_to<native_shutdown>>;
 
 // scope_actor: one per scope generation; owns its worker (detached: spawning, ending and
 // checking a worker wait on the kernel and on the worker).
 using scope_actor_type = caf::typed_actor<
+    replies_to<scope_prepare>::with<scope_prepared>,
     replies_to<scope_begin>::with<scope_answer>,
     replies_to<scope_adopt>::with<scope_answer>,
     replies_to<scope_inspect>::with<scope_answer>,

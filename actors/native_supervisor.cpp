@@ -36,6 +36,7 @@ supervisor_settings settings_of(const io::config::serve_config& cfg,
   s.image_root = cfg.native.image_root;
   s.capability_digest = io::native::capability_digest(report.found);
   s.max_scopes = cfg.native.max_scopes;
+  s.mediator = io::native::parse_ip_port(cfg.native.mediator);  // validated by the config
   s.max_deadline_s = std::chrono::duration_cast<std::chrono::seconds>(cfg.native.max_deadline).count();
   return s;
 }

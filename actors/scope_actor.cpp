@@ -13,9 +13,11 @@
 #include <cstring>
 #include <ctime>
 
+#include "actors/net_broker.hpp"
 #include "io/fs/beneath.hpp"
 #include "io/fs/files.hpp"
 #include "io/json/json.hpp"
+#include "io/native/net_sockets.hpp"
 #include "io/native/scope_token.hpp"
 #include "io/native/worker_client.hpp"
 #include "io/native/worker_setup.hpp"
@@ -29,6 +31,9 @@ namespace native = io::native;
 
 scope_actor_state::~scope_actor_state() {
   if (pidfd >= 0) ::close(pidfd);
+  for (int fd : held_fds)
+    if (fd >= 0) ::close(fd);
+  if (broker_stop >= 0) ::close(broker_stop);  // the broker sees the hang-up and ends
 }
 
 namespace {
@@ -147,10 +152,25 @@ void refresh_usage(self_ptr self, const cfg_ptr& cfg, scope_usage& usage) {
   }
 }
 
-scope_view view_of(self_ptr self, const cfg_ptr& cfg) {
+// The network's counters, as the catalog holds them (they outlive the worker).
+void refresh_net_usage(self_ptr self, const native_catalog_actor& catalog, scope_usage& usage) {
+  auto& st = self->state;
+  if (st.net.pins.empty()) return;
+  catalog_net_state n;
+  caf::scoped_actor s{self->system()};
+  s->request(catalog, caf::infinite, catalog_net_read{st.record.scope_id})
+      .receive([&](catalog_net_state& r) { n = std::move(r); }, [&](caf::error&) { n.error = "gone"; });
+  if (!n.error.empty() || !n.budget) return;
+  usage.network_bytes = n.budget->bytes_used;
+  usage.network_connections = n.budget->conns_used;
+}
+
+scope_view view_of(self_ptr self, const cfg_ptr& cfg, const native_catalog_actor& catalog) {
   auto& st = self->state;
   scope_view v;
   v.record = st.record;
+  v.targets = st.net.pins;
+  refresh_net_usage(self, catalog, st.last_usage);
   if (st.record.state == native::scope_state::ready) {
     refresh_usage(self, cfg, st.last_usage);
     v.transport = scope_transport{"/v1/test-scopes/" + st.record.scope_id,
@@ -204,6 +224,58 @@ std::optional<native_error> resolve_refs(const cfg_ptr& cfg, const native::creat
     setup.input_paths.push_back(cfg->input_root + "/" + ref);
   }
   return std::nullopt;
+}
+
+// The targets, resolved once and pinned (§4.3 step 4, §7): each must keep an address.
+std::optional<native_error> pin_targets(const cfg_ptr& cfg, const native::create_request& req,
+                                        native::scope_network& net) {
+  net = {};
+  net.bytes_limit = req.limits.network_bytes;
+  net.conns_limit = req.limits.network_connections;
+  for (const auto& t : req.network_targets) {
+    std::string why;
+    auto pin = native::pin_target(t.host, t.port, cfg->mediator, why);
+    if (pin.addresses.empty()) return err("network_target_denied", "network_targets: " + why);
+    net.pins.push_back(std::move(pin));
+  }
+  return std::nullopt;
+}
+
+// The broker (with targets): listening on broker.sock in the host directory before the
+// scope is `ready`, admitting only the worker's pid. "" or why not.
+std::string start_broker(self_ptr self, const cfg_ptr& cfg, const native_catalog_actor& catalog) {
+  auto& st = self->state;
+  if (st.net.pins.empty() || st.broker_stop >= 0) return "";
+  auto b = std::make_shared<broker_settings>();
+  b->scope_id = st.record.scope_id;
+  b->socket_path = st.host_dir + "/broker.sock";
+  b->worker_pid = static_cast<pid_t>(st.record.worker_pid);
+  b->worker_uid = ::getuid();  // the dedicated uid: the worker's user namespace maps to it
+  b->pins = st.net.pins;
+  b->connection_cap = cfg->connection_cap;
+  std::string e;
+  const int listen_fd = native::listen_unix(b->socket_path, e);
+  if (listen_fd < 0) return "the network broker: " + e;
+  int stop[2];
+  if (::pipe2(stop, O_CLOEXEC) != 0) {
+    ::close(listen_fd);
+    return std::string("the network broker: pipe: ") + std::strerror(errno);
+  }
+  st.broker = self->system().spawn<caf::detached>(net_broker, std::shared_ptr<const broker_settings>(b),
+                                                  listen_fd, stop[0], catalog);
+  st.broker_stop = stop[1];
+  return "";
+}
+
+// Closes every proxied connection (S24: before the cgroup's end) and waits for the broker.
+void stop_broker(self_ptr self) {
+  auto& st = self->state;
+  if (st.broker_stop < 0) return;
+  ::close(st.broker_stop);
+  st.broker_stop = -1;
+  caf::scoped_actor s{self->system()};
+  s->wait_for(st.broker);
+  st.broker = caf::actor{};
 }
 
 // The worker: host directory, clone3 into the worker cgroup, setup, ready (§5 "Spawn").
@@ -269,6 +341,7 @@ scope_gone end_scope(self_ptr self, const cfg_ptr& cfg, const native_catalog_act
     return out;
   }
   const std::string name = name_of(st.record);
+  stop_broker(self);
   bool clean = cfg->cgroups->destroy(name, cfg->destroy_bound, e);
   release_worker(self);
   if (clean) {
@@ -309,10 +382,11 @@ void arm_deadline(self_ptr self) {
 scope_actor_type::behavior_type scope_actor(self_ptr self, cfg_ptr cfg, native_catalog_actor catalog,
                                             scope_registry_actor registry) {
   return {
-      [=](scope_begin& m) -> scope_answer {
+      [=](scope_prepare& m) -> scope_prepared {
+        // §4.3 steps 3-4: refs opened beneath their roots, targets pinned. Held for begin.
         auto& st = self->state;
         const auto& req = m.req;
-        scope_answer out;
+        scope_prepared out;
         st.limits = req.limits;
         st.deadline_epoch = req.deadline_epoch;
         auto& r = st.record;
@@ -325,17 +399,30 @@ scope_actor_type::behavior_type scope_actor(self_ptr self, cfg_ptr cfg, native_c
         r.capability_digest = req.capability_digest;
         r.deadline = req.deadline;
         r.limits = native::limits_json(req.limits);
-        r.created_at = io::text::utc_now();
-        r.updated_at = r.created_at;
-
-        native::worker_setup setup;
         fd_guard fds;
-        if (auto bad = resolve_refs(cfg, req, setup, fds)) {
-          out.error = std::move(bad);
+        out.error = resolve_refs(cfg, req, st.setup, fds);
+        if (!out.error) out.error = pin_targets(cfg, req, st.net);
+        if (out.error) {
           self->quit();
           return out;
         }
-        auto begun = ask_catalog<catalog_begun>(self, catalog, catalog_begin{r});
+        st.held_fds = std::move(fds.fds);
+        fds.fds.clear();
+        return out;
+      },
+      [=](scope_begin& m) -> scope_answer {
+        auto& st = self->state;
+        const auto& req = m.req;
+        scope_answer out;
+        auto& r = st.record;
+        r.created_at = io::text::utc_now();
+        r.updated_at = r.created_at;
+        native::worker_setup& setup = st.setup;
+        // The refs' descriptors are closed when this creation ends, however it ends.
+        fd_guard fds;
+        fds.fds = std::move(st.held_fds);
+        st.held_fds.clear();
+        auto begun = ask_catalog<catalog_begun>(self, catalog, catalog_begin{r, st.net});
         if (!begun.ok) {
           out.error = err("storage_unavailable", "the catalog cannot record the scope: " + begun.error);
           self->quit();
@@ -357,6 +444,8 @@ scope_actor_type::behavior_type scope_actor(self_ptr self, cfg_ptr cfg, native_c
                         req.limits.disk_bytes,  req.limits.open_files,   req.limits.file_bytes,
                         req.limits.job_wall_seconds, static_cast<std::uint64_t>(req.deadline_epoch)};
         setup.cgroup = cfg->cgroups->dir(name_of(r));
+        setup.targets.clear();
+        for (const auto& pin : st.net.pins) setup.targets.push_back({pin.host, pin.port});
         st.host_dir = cfg->scopes_dir() + "/" + name_of(r);
         setup.host_dir = st.host_dir;
         std::string why = start_worker(self, cfg, setup);
@@ -364,6 +453,7 @@ scope_actor_type::behavior_type scope_actor(self_ptr self, cfg_ptr cfg, native_c
           auto rec = ask_catalog<catalog_done>(self, catalog, catalog_record_worker{r});
           if (!rec.ok) why = "the worker's identity cannot be committed: " + rec.error;
         }
+        if (why.empty()) why = start_broker(self, cfg, catalog);
         std::string e;
         if (why.empty() && !commit(self, catalog, {native::scope_state::creating}, native::scope_state::ready, "", e))
           why = "the ready state cannot be committed: " + e;
@@ -376,7 +466,7 @@ scope_actor_type::behavior_type scope_actor(self_ptr self, cfg_ptr cfg, native_c
           return out;
         }
         arm_deadline(self);
-        out.view = view_of(self, cfg);
+        out.view = view_of(self, cfg, catalog);
         return out;
       },
       [=](scope_adopt& m) -> scope_answer {
@@ -393,6 +483,23 @@ scope_actor_type::behavior_type scope_actor(self_ptr self, cfg_ptr cfg, native_c
         st.control_token = native::worker_control_token(cfg->token, st.record.scope_id,
                                                         st.record.generation, st.record.worker_nonce);
         scope_answer out;
+        {
+          // The pins and the budget persist in the catalog (S22): the same network again.
+          catalog_net_state n;
+          caf::scoped_actor s{self->system()};
+          s->request(catalog, caf::infinite, catalog_net_read{st.record.scope_id})
+              .receive([&](catalog_net_state& r) { n = std::move(r); },
+                       [&](caf::error& e) { n.error = self->system().render(e); });
+          if (!n.error.empty()) {
+            out.error = err("storage_unavailable", "the scope's network cannot be read: " + n.error);
+            return out;
+          }
+          st.net.pins = std::move(n.pins);
+          if (n.budget) {
+            st.net.bytes_limit = n.budget->bytes_limit;
+            st.net.conns_limit = n.budget->conns_limit;
+          }
+        }
         arm_deadline(self);
         if (st.record.state == native::scope_state::destroying) {
           // A destruction that a crash interrupted: carried on.
@@ -401,7 +508,7 @@ scope_actor_type::behavior_type scope_actor(self_ptr self, cfg_ptr cfg, native_c
           return out;
         }
         if (st.record.state != native::scope_state::ready && st.record.state != native::scope_state::creating) {
-          out.view = view_of(self, cfg);
+          out.view = view_of(self, cfg, catalog);
           return out;  // lost and quarantined stay as they are
         }
         std::string why;
@@ -421,6 +528,7 @@ scope_actor_type::behavior_type scope_actor(self_ptr self, cfg_ptr cfg, native_c
           if (!inside) why = "pid " + std::to_string(st.record.worker_pid) + " is not in the scope's worker cgroup";
         }
         if (why.empty()) worker_answers(self, cfg, why);
+        if (why.empty()) why = start_broker(self, cfg, catalog);
         if (!why.empty()) {
           if (st.pidfd >= 0) ::close(st.pidfd);
           st.pidfd = -1;
@@ -429,7 +537,7 @@ scope_actor_type::behavior_type scope_actor(self_ptr self, cfg_ptr cfg, native_c
                       native::scope_state::lost, "worker not re-adopted: " + why, e))
             out.error = err("storage_unavailable", e);
         }
-        out.view = view_of(self, cfg);
+        out.view = view_of(self, cfg, catalog);
         return out;
       },
       [=](scope_inspect&) -> scope_answer {
@@ -445,7 +553,7 @@ scope_actor_type::behavior_type scope_actor(self_ptr self, cfg_ptr cfg, native_c
             }
           }
         }
-        out.view = view_of(self, cfg);
+        out.view = view_of(self, cfg, catalog);
         return out;
       },
       [=](scope_destroy& m) -> scope_gone { return end_scope(self, cfg, catalog, registry, m.reason); },
@@ -488,7 +596,9 @@ scope_actor_type::behavior_type scope_actor(self_ptr self, cfg_ptr cfg, native_c
           commit(self, catalog, {native::scope_state::ready}, native::scope_state::lost, why, e);
       },
       [=](native_shutdown&) {
-        // The worker and its jobs go on: a restarted supervisor re-adopts them (S11).
+        // The worker and its jobs go on: a restarted supervisor re-adopts them (S11). The
+        // broker's connections end with this process.
+        stop_broker(self);
         self->quit();
       },
   };

@@ -9,9 +9,14 @@
 //
 // The worker's setup steps, each answering the spec's code when it fails:
 //   refs resolved beneath their roots (openat2, no symlinks)   422 *_ref_invalid
+//   targets resolved once and pinned (net_address)             422 network_target_denied
+//   (the registry then checks capacity: 503)
 //   `creating` committed (fencing again, in the catalog's txn)  409 scope_exists / _stale
 //   cgroup, host directory, clone3 into them, setup sent, ready 503 scope_setup_failed
-//   the identity committed, then `ready`
+//   the identity committed, the broker listening, then `ready`
+// With targets the scope owns a net_broker (actors/net_broker.hpp): started before `ready`
+// and after a re-adoption, stopped — every proxied connection closed — before the scope's
+// cgroup is killed (S24).
 // A failure after `creating` destroys what was made and tombstones the generation
 // (`setup_failed`); a failed clean-up leaves the scope `quarantined`.
 #include <chrono>
@@ -20,7 +25,9 @@
 #include <string>
 
 #include "actors/native_interfaces.hpp"
+#include "io/native/net_address.hpp"
 #include "io/native/scope_cgroups.hpp"
+#include "io/native/worker_setup.hpp"
 
 namespace shellctl::actors {
 
@@ -31,12 +38,14 @@ struct supervisor_settings {
   std::string base_root, input_root, image_root;
   std::string exe;  // our own executable, exec'd as `native-worker`
   std::string capability_digest;
+  std::optional<io::native::net_endpoint> mediator;  // the one private IP:port allowed
   std::size_t max_scopes = 16;
   std::int64_t max_deadline_s = 24 * 3600;
   std::shared_ptr<io::native::scope_cgroups> cgroups;
   std::chrono::milliseconds destroy_bound{10000};       // §4.4: populated 0 within 10 s
   std::chrono::milliseconds worker_ready_bound{60000};  // a base copy may take a while
   std::chrono::milliseconds worker_call_bound{5000};    // identity and usage calls
+  std::chrono::seconds connection_cap{60};              // §7: each proxied connection
 
   std::string scopes_dir() const { return state_dir + "/native/scopes"; }
 };
@@ -55,6 +64,14 @@ struct scope_actor_state {
   // The worker's counters as last read: a lost worker's spool is gone with it, so the view
   // shows what it last said rather than zeros.
   scope_usage last_usage;
+  // Between scope_prepare and scope_begin: the worker's setup with the refs' descriptors
+  // (closed with the state or once sent) and the network's pins.
+  io::native::worker_setup setup;
+  std::vector<int> held_fds;
+  io::native::scope_network net;
+  // The network broker (with targets only) and the write end of its stop pipe.
+  caf::actor broker;
+  int broker_stop = -1;
   ~scope_actor_state();
 };
 

@@ -100,33 +100,42 @@ scope_registry_actor::behavior_type scope_registry(self_ptr self, cfg_ptr cfg,
                   if (req.capability_digest != cfg->capability_digest)
                     return fail(err("capability_digest_mismatch",
                                     "capability_digest is not the current " + cfg->capability_digest));
-                  if (!req.network_targets.empty())
-                    return fail(err("network_target_denied",
-                                    "network_targets: this supervisor has no network broker yet; only "
-                                    "scopes without network ([]) can be created"));
-                  // Live and quarantined scopes hold capacity (§4.3 step 5).
-                  std::vector<native::scope_limits> held;
-                  for (const auto& [id, e] : self->state.scopes)
-                    if (id != req.scope_id) held.push_back(e.limits);
-                  if (held.size() >= cfg->max_scopes)
-                    return fail(err("scope_capacity_unavailable",
-                                    "the supervisor holds its maximum of " + std::to_string(cfg->max_scopes) + " scopes"));
-                  if (auto why = cfg->cgroups->fits(held, req.limits); !why.empty())
-                    return fail(err("scope_capacity_unavailable", "the scope does not fit the unit's " + why));
+                  // Steps 3-4 in the scope's own actor (resolving names blocks), then
+                  // step 5 here, then steps 6-7 there.
                   auto actor = spawn_scope(self, cfg, catalog);
                   self->state.scopes[req.scope_id].actor = actor;
-                  self->request(actor, caf::infinite, scope_begin{req})
+                  self->request(actor, caf::infinite, scope_prepare{req})
                       .then(
-                          [=](scope_answer& a) mutable {
-                            // Refused before its catalog row (or buried): the id is free
-                            // again. A quarantined failure keeps it (capacity held).
-                            if (a.error && !a.retained)
-                              forget(self, req.scope_id, req.generation);
-                            rp.deliver(std::move(a));
+                          [=](scope_prepared& p) mutable {
+                            if (p.error) return fail(std::move(*p.error));
+                            // Live and quarantined scopes hold capacity (§4.3 step 5).
+                            std::vector<native::scope_limits> held;
+                            for (const auto& [id, e] : self->state.scopes)
+                              if (id != req.scope_id) held.push_back(e.limits);
+                            std::optional<native_error> full;
+                            if (held.size() >= cfg->max_scopes)
+                              full = err("scope_capacity_unavailable", "the supervisor holds its maximum of " +
+                                                                           std::to_string(cfg->max_scopes) + " scopes");
+                            else if (auto why = cfg->cgroups->fits(held, req.limits); !why.empty())
+                              full = err("scope_capacity_unavailable", "the scope does not fit the unit's " + why);
+                            if (full) {
+                              caf::anon_send_exit(actor, caf::exit_reason::user_shutdown);
+                              return fail(std::move(*full));
+                            }
+                            self->request(actor, caf::infinite, scope_begin{req})
+                                .then(
+                                    [=](scope_answer& a) mutable {
+                                      // Refused before its catalog row (or buried): the id is
+                                      // free again. A quarantined failure keeps it (capacity held).
+                                      if (a.error && !a.retained)
+                                        forget(self, req.scope_id, req.generation);
+                                      rp.deliver(std::move(a));
+                                    },
+                                    [=](caf::error& e) mutable {
+                                      fail(err("scope_setup_failed", self->system().render(e)));
+                                    });
                           },
-                          [=](caf::error& e) mutable {
-                            fail(err("scope_setup_failed", self->system().render(e)));
-                          });
+                          [=](caf::error& e) mutable { fail(err("scope_setup_failed", self->system().render(e))); });
                 },
                 [=](caf::error& e) mutable { fail(err("storage_unavailable", self->system().render(e))); });
         return rp;

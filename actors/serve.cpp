@@ -1,9 +1,12 @@
 #include "actors/serve.hpp"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -23,6 +26,7 @@
 #include "actors/retention_gc.hpp"
 #include "actors/snapshot_gate.hpp"
 #include "actors/tmux_server.hpp"
+#include "actors/worker_proxy.hpp"
 #include "io/fs/file_roots.hpp"
 #include "io/fs/files.hpp"
 #include "io/http/server.hpp"
@@ -267,7 +271,12 @@ int serve(const io::config::serve_config& cfg, const io::sandbox::namespace_prob
     edges.push_back(sys.spawn(api_edge, registry, gate, metrics, cfg.snapshot_timeout, files));
   auto gc = sys.spawn(retention_gc, retention_settings{cfg.retention, cfg.gc_interval}, store,
                       registry, metrics);
+  // A scope's worker with network targets: the jobs' proxy (native-scopes.md §7). Its stop
+  // pipe's write end closes with stop_all, and the proxy and its connections end.
+  int proxy_stop = -1;
   auto stop_all = [&] {
+    if (proxy_stop >= 0) ::close(proxy_stop);
+    proxy_stop = -1;
     for (auto& e : edges) caf::anon_send(e, shutdown_jobs{});
     caf::anon_send(gate, shutdown_jobs{});
     caf::anon_send(gc, shutdown_jobs{});
@@ -280,6 +289,24 @@ int serve(const io::config::serve_config& cfg, const io::sandbox::namespace_prob
     caf::anon_send(metrics, shutdown_jobs{});
     caf::anon_send(events, shutdown_jobs{});
   };
+  if (worker.on && !worker.proxy_targets.empty()) {
+    std::string err;
+    const int listen_fd = listen_proxy(err);
+    int stop[2];
+    if (listen_fd < 0 || ::pipe2(stop, O_CLOEXEC) != 0) {
+      if (listen_fd >= 0) ::close(listen_fd);
+      if (err.empty()) err = std::string("proxy: pipe: ") + std::strerror(errno);
+      log.say(io::log::level::error, "shellctl: initialize: " + err);
+      if (worker.on_listening) worker.on_listening(err);
+      stop_all();
+      return 1;
+    }
+    auto p = std::make_shared<proxy_settings>();
+    for (const auto& [host, port] : worker.proxy_targets) p->targets.push_back({host, port});
+    p->broker_socket = worker.broker_socket;
+    sys.spawn<caf::detached>(worker_proxy, std::shared_ptr<const proxy_settings>(p), listen_fd, stop[0]);
+    proxy_stop = stop[1];
+  }
 
   {
     caf::scoped_actor self{sys};

@@ -1,5 +1,7 @@
 #include "io/native/catalog.hpp"
 
+#include <algorithm>
+
 #include "io/store/statement.hpp"
 
 namespace shellctl::io::native {
@@ -126,7 +128,7 @@ void catalog::set_fingerprint(const std::string& fp) {
   s.step();
 }
 
-create_outcome catalog::begin_create(const scope_record& r) {
+create_outcome catalog::begin_create(const scope_record& r, const scope_network& net) {
   transaction t(db_);
   {
     statement s(db_, "SELECT 1 FROM native_scopes WHERE scope_id=?1");
@@ -153,6 +155,31 @@ create_outcome catalog::begin_create(const scope_record& r) {
   s.bind(9, r.limits);
   s.bind(10, r.created_at);
   s.step();
+  // A row left by an interrupted earlier generation's burial would be merged: clear first.
+  for (const char* table : {"native_net_pins", "native_net_budget"}) {
+    statement d(db_, std::string("DELETE FROM ") + table + " WHERE scope_id=?1");
+    d.bind(1, r.scope_id);
+    d.step();
+  }
+  for (std::size_t i = 0; i < net.pins.size(); ++i)
+    for (const auto& address : net.pins[i].addresses) {
+      statement p(db_, "INSERT INTO native_net_pins(scope_id, idx, host, port, address) "
+                       "VALUES(?1, ?2, ?3, ?4, ?5)");
+      p.bind(1, r.scope_id);
+      p.bind(2, static_cast<std::int64_t>(i));
+      p.bind(3, net.pins[i].host);
+      p.bind(4, static_cast<std::int64_t>(net.pins[i].port));
+      p.bind(5, address);
+      p.step();
+    }
+  if (!net.pins.empty()) {
+    statement b(db_, "INSERT INTO native_net_budget(scope_id, bytes_limit, bytes_used, conns_limit, "
+                     "conns_used) VALUES(?1, ?2, 0, ?3, 0)");
+    b.bind(1, r.scope_id);
+    b.bind(2, i64(net.bytes_limit));
+    b.bind(3, i64(net.conns_limit));
+    b.step();
+  }
   t.commit();
   return create_outcome::created;
 }
@@ -243,6 +270,61 @@ std::vector<scope_record> catalog::retained() {
   std::vector<scope_record> out;
   while (s.step()) out.push_back(read_record(s));
   return out;
+}
+
+std::vector<pinned_target> catalog::net_pins(const std::string& scope_id) {
+  // rowid order: the resolver's order within a target, as pinned.
+  statement s(db_, "SELECT idx, host, port, address FROM native_net_pins WHERE scope_id=?1 "
+                   "ORDER BY idx, rowid");
+  s.bind(1, scope_id);
+  std::vector<pinned_target> out;
+  while (s.step()) {
+    const auto idx = static_cast<std::size_t>(s.int64(0));
+    if (idx >= 64) continue;
+    if (out.size() <= idx) out.resize(idx + 1);
+    out[idx].host = s.text(1);
+    out[idx].port = static_cast<std::uint16_t>(s.int64(2));
+    out[idx].addresses.push_back(s.text(3));
+  }
+  return out;
+}
+
+std::optional<net_usage> catalog::net_budget(const std::string& scope_id) {
+  statement s(db_, "SELECT bytes_limit, bytes_used, conns_limit, conns_used FROM native_net_budget "
+                   "WHERE scope_id=?1");
+  s.bind(1, scope_id);
+  if (!s.step()) return std::nullopt;
+  return net_usage{static_cast<std::uint64_t>(s.int64(0)), static_cast<std::uint64_t>(s.int64(1)),
+                   static_cast<std::uint64_t>(s.int64(2)), static_cast<std::uint64_t>(s.int64(3))};
+}
+
+bool catalog::charge_net_connection(const std::string& scope_id) {
+  statement s(db_, "UPDATE native_net_budget SET conns_used = conns_used + 1 "
+                   "WHERE scope_id=?1 AND conns_used + 1 <= conns_limit");
+  s.bind(1, scope_id);
+  s.step();
+  return sqlite3_changes(db_) == 1;
+}
+
+std::uint64_t catalog::reserve_net_bytes(const std::string& scope_id, std::uint64_t max) {
+  transaction t(db_);
+  std::uint64_t n = 0;
+  {
+    statement s(db_, "SELECT bytes_limit - bytes_used FROM native_net_budget WHERE scope_id=?1");
+    s.bind(1, scope_id);
+    if (!s.step()) return 0;
+    const auto left = s.int64(0);
+    n = left > 0 ? std::min<std::uint64_t>(max, static_cast<std::uint64_t>(left)) : 0;
+  }
+  if (n == 0) return 0;
+  statement s(db_, "UPDATE native_net_budget SET bytes_used = bytes_used + ?2 "
+                   "WHERE scope_id=?1 AND bytes_used + ?2 <= bytes_limit");
+  s.bind(1, scope_id);
+  s.bind(2, i64(n));
+  s.step();
+  if (sqlite3_changes(db_) != 1) return 0;
+  t.commit();
+  return n;
 }
 
 }  // namespace shellctl::io::native

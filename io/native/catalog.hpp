@@ -14,6 +14,8 @@
 #include <string_view>
 #include <vector>
 
+#include "io/native/net_address.hpp"
+
 namespace shellctl::io::native {
 
 struct catalog_error : std::runtime_error {
@@ -54,6 +56,17 @@ struct tombstone {
   std::string destroyed_at;
 };
 
+// A scope's network (§7): its targets' pinned addresses and its aggregate budget. Kept in
+// native_net_pins and native_net_budget from creation until the tombstone; the budget's
+// counters only ever grow (each charge a CAS: `UPDATE … WHERE used + n <= limit`).
+struct scope_network {
+  std::vector<pinned_target> pins;  // by target index
+  std::uint64_t bytes_limit = 0, conns_limit = 0;
+};
+struct net_usage {
+  std::uint64_t bytes_limit = 0, bytes_used = 0, conns_limit = 0, conns_used = 0;
+};
+
 enum class create_outcome {
   created,           // the scope is recorded in `creating`
   scope_exists,      // any record for the id (S6: never replaced, even when lost)
@@ -76,7 +89,7 @@ class catalog {
 
   // One transaction: refuses on any record of the id or a tombstone of generation >= the
   // record's, else inserts it in `creating` (the other fields as given).
-  create_outcome begin_create(const scope_record& r);
+  create_outcome begin_create(const scope_record& r, const scope_network& net = {});
   // The worker is spawned: its identity, only while `creating` (CAS). False otherwise.
   bool record_worker(const std::string& scope_id, std::uint64_t generation, long pid,
                      std::uint64_t starttime, const std::string& boot_id,
@@ -95,6 +108,14 @@ class catalog {
   std::optional<scope_record> find(const std::string& scope_id);
   std::optional<tombstone> find_tombstone(const std::string& scope_id);
   std::vector<scope_record> retained();  // every scope row, by id
+
+  // The network's pins (by index) and budget; none for a scope without targets.
+  std::vector<pinned_target> net_pins(const std::string& scope_id);
+  std::optional<net_usage> net_budget(const std::string& scope_id);
+  // One connection unit (each dial, §7). False: none left (or no budget).
+  bool charge_net_connection(const std::string& scope_id);
+  // Reserves min(max, what is left) bytes before a read: the bytes granted, 0 when spent.
+  std::uint64_t reserve_net_bytes(const std::string& scope_id, std::uint64_t max);
 
  private:
   void exec(const char* sql);

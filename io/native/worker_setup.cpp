@@ -41,6 +41,14 @@ bool send_setup(int sock, const worker_setup& s, std::string& err) {
   for (const auto& r : s.input_refs) w.value(r);
   w.end_array();
   w.key("host_dir").value(s.host_dir);
+  w.key("targets").begin_array();
+  for (const auto& t : s.targets) {
+    w.begin_object();
+    w.key("host").value(t.host);
+    w.key("port").value(static_cast<int>(t.port));
+    w.end_object();
+  }
+  w.end_array();
   w.key("input_paths").begin_array();
   for (const auto& p : s.input_paths) w.value(p);
   w.end_array();
@@ -123,6 +131,17 @@ std::optional<worker_setup> receive_setup(int sock, std::string& err) {
     if (!gen || *gen <= 0 || !limits || !refs || !paths || paths->size() != refs->size())
       return fail("setup lacks generation, limits, input_refs or input_paths");
     s.generation = u64(*gen);
+    // The scope's network targets, by index (absent: none).
+    if (auto targets = o->get_object_array("targets")) {
+      if (targets->size() > 16) return fail("setup holds more than 16 targets");
+      for (const auto& t : *targets) {
+        auto host = t.get_string("host");
+        auto port = t.get_int("port");
+        if (!host || host->empty() || !port || *port < 1 || *port > 65535)
+          return fail("setup target lacks a host or a port");
+        s.targets.push_back({*host, static_cast<std::uint16_t>(*port)});
+      }
+    }
     s.input_refs = *refs;
     s.input_paths = *paths;
     const std::pair<const char*, std::uint64_t*> numbers[] = {

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "io/native/proxy_request.hpp"
+
 namespace shellctl::io::native {
 
 struct worker_limits {
@@ -29,6 +31,9 @@ struct worker_setup {
   std::string image_root = "/";
   worker_limits limits;
   std::vector<std::string> input_refs;  // in the order of their descriptors
+  // The network targets, by index (§7): the worker's proxy serves them when there are any,
+  // dialling through broker.sock in the host directory.
+  std::vector<proxy_target> targets;
   // The paths the host directory and the inputs were opened at. A descriptor's mount
   // belongs to the supervisor's mount namespace, which the kernel does not let the worker
   // bind from: the worker opens these paths in its own copy of that namespace and binds

@@ -413,8 +413,12 @@ int scoped_init_role(const parent_options& opts, const std::string& script, int 
     diag("sandbox", err);
     return kExitSetupFailed;
   }
-  // Inside the new root: HOME is the scope's, whatever the request said (§4.5).
+  // Inside the new root: HOME is the scope's, whatever the request said (§4.5), and so are
+  // the proxy variables when the scope has targets (its only way out, §7).
   ::setenv("HOME", kScopedHome, 1);
+  if (!sc.proxy.empty())
+    for (const char* name : {"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"})
+      ::setenv(name, sc.proxy.c_str(), 1);
   // HOME, cwd and PATH as the scoped world has them: path isolation's rules about the
   // host's HOME and state dir do not apply inside it.
   sandbox_settings inside;
@@ -1000,6 +1004,10 @@ sandbox_settings sandbox_from_env(const char* (*get)(const char*)) {
     if (const char* i = get("SHELLCTL_NATIVE_JOB_IMAGE_ROOT"); i != nullptr && *i != '\0')
       sc.image_root = i;
     if (const char* i = get("SHELLCTL_NATIVE_JOB_INPUTS"); i != nullptr) sc.inputs = i;
+    if (const char* x = get("SHELLCTL_NATIVE_JOB_PROXY"); x != nullptr) {
+      sc.proxy = x;
+      if (sc.proxy.rfind("http://", 0) != 0 && sc.malformed.empty()) sc.malformed = "SHELLCTL_NATIVE_JOB_PROXY";
+    }
     auto absolute_dir = [&sc](const std::string& v, const char* name) {
       if (sc.malformed.empty() && (v.empty() || v[0] != '/')) sc.malformed = name;
     };

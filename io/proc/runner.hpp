@@ -45,6 +45,10 @@ struct scoped_settings {
   // --db <db>` (SHELLCTL_NATIVE_JOB_BUDGET_HELPER, _BUDGET_DB; both required).
   std::string budget_helper;
   std::string budget_db;
+  // The scope's proxy URL when it has network targets (SHELLCTL_NATIVE_JOB_PROXY, §7):
+  // HTTP_PROXY, HTTPS_PROXY and ALL_PROXY (and lowercase) are set to it, whatever the
+  // request's env said. "" = no network: nothing is set.
+  std::string proxy;
   std::string malformed;  // the first setting that could not be read; "" = all fine
 };
 

@@ -61,8 +61,9 @@ def procs(cgroup_dir):
 class Supervisor:
     """The harness as the test user, placed in <unit>/manager before it runs."""
 
-    def __init__(self, fixture):
+    def __init__(self, fixture, extra_args=()):
         self.fx = fixture
+        self.extra_args = list(extra_args)
         self.port = free_port()
         self.proc = None
         self.stderr_path = os.path.join(fixture.tmp, f"supervisor-{self.port}.log")
@@ -85,7 +86,7 @@ class Supervisor:
         self.proc = subprocess.Popen(
             [HARNESS, "--shellctl", SHELLCTL, "--cgroup-dir", fx.unit, "--native-test-supervisor",
              "--token", TOKEN, "--listen", f"127.0.0.1:{self.port}", "--state-dir", fx.state,
-             "--native-base-root", fx.base, "--native-input-root", fx.inputs],
+             "--native-base-root", fx.base, "--native-input-root", fx.inputs] + self.extra_args,
             env=env, stdout=subprocess.DEVNULL, stderr=self.stderr, preexec_fn=become_the_supervisor)
         wait_until(lambda: "serving on" in self.log() or self.proc.poll() is not None, timeout=60,
                    what="the supervisor serving")
