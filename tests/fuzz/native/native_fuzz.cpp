@@ -4,7 +4,12 @@
 // text; no scope id or ref that passes holds a byte outside its alphabet or a "." / ".."
 // segment; a create body that is accepted holds only valid fields and its limits survive
 // the catalog's text; a path routed to a scope names one id segment and an ordinary job
-// path.
+// path. The network path's input too (§7): what a job sends the proxy (a request head: an
+// accepted one names a host without CR, LF or space and a port in range, and an http
+// request goes on in origin form with the rest of its head unchanged), the broker's DIAL
+// line (accepted only in its one spelling), and IP:port text and the address classifier
+// (an endpoint re-reads as itself; the mediator is always allowed, a denied address never
+// without it).
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -12,6 +17,8 @@
 #include <string_view>
 
 #include "actors/native_routes.hpp"
+#include "io/native/net_address.hpp"
+#include "io/native/proxy_request.hpp"
 #include "io/native/scope_fields.hpp"
 #include "io/native/scope_request.hpp"
 #include "io/native/scope_token.hpp"
@@ -36,6 +43,31 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       std::abort();
   }
   native::valid_binding_ref(in);
+
+  // The proxy's request head.
+  {
+    native::proxy_refusal why;
+    const auto head_len = native::proxy_head_length(in);
+    if (auto r = native::parse_proxy_head(in.substr(0, head_len ? head_len : in.size()), why)) {
+      if (r->host.empty() || r->port == 0 || r->host.find_first_of("\r\n \t/@") != std::string::npos) std::abort();
+      if (r->what == native::proxy_request::kind::http) {
+        const auto sp = r->forward_head.find(' ');
+        if (sp == std::string::npos || r->forward_head.compare(sp, 2, " /") != 0) std::abort();
+      }
+      const std::vector<native::proxy_target> targets = {{r->host, r->port}};
+      if (native::match_target(targets, r->host, r->port) != std::size_t{0}) std::abort();
+    } else if (why.status != 400 && why.status != 403 && why.status != 431) {
+      std::abort();
+    }
+    if (auto idx = native::parse_dial_line(in))
+      if (*idx >= 16 || in != "DIAL " + std::to_string(*idx) + "\n") std::abort();
+    if (auto e = native::parse_ip_port(std::string(in))) {
+      const auto again = native::parse_endpoint(e->ip_text(), e->port());
+      if (!again || again->ip_text() != e->ip_text() || again->port() != e->port()) std::abort();
+      if (!native::allowed_address(*e, e)) std::abort();
+      if (native::denied_address(*e) && native::allowed_address(*e, std::nullopt)) std::abort();
+    }
+  }
 
   // base64url both ways.
   if (text::unbase64url(text::base64url(in)) != std::string(in)) std::abort();
