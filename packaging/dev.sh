@@ -16,8 +16,11 @@ BUILD_DEPS=(meson ninja-build pkg-config g++ libcaf-dev libuv1-dev node-llhttp l
   libcurl4-openssl-dev)
 RUN_DEPS=(tmux zstd python3 sqlite3 util-linux procps passwd)
 # podman/runc/debootstrap build and run the sandbox image (tests/e2e/image); prometheus
-# brings promtool, which checks /metrics.
+# brings promtool, which checks /metrics; apparmor and seccomp bring apparmor_parser and
+# scmp_sys_resolver (the native supervisor's deployment files); iproute2 makes the network
+# namespace the broker's tests run in.
 TEST_DEPS=(clang libclang-rt-14-dev wrk nginx-light strace gdb systemd podman runc debootstrap
+  apparmor seccomp iproute2
   containernetworking-plugins iptables prometheus)
 
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }

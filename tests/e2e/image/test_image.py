@@ -185,6 +185,18 @@ class Image(unittest.TestCase):
         self.assertIn("dify\ndify\n", r.stdout)
         self.assertIn("certs", r.stdout)
 
+    def test_native_deployment_files_are_shipped_not_activated(self):
+        """S25: the native supervisor's files are in /usr/share/dify-native/; nothing enables them."""
+        r = run(["podman", "run", "--rm", *RUNTIME, *limits(), IMAGE, "sh", "-c",
+                 "ls /usr/share/dify-native; test -x /usr/share/dify-native/native-test-start.sh && echo exec; "
+                 "ls /etc/systemd/system/dify-native.service /usr/local/libexec/dify-native-start "
+                 "/etc/apparmor.d/dify-native-test-supervisor 2>&1 | grep -c 'No such file'"])
+        for name in ("native-test-supervisor.service", "native-test-start.sh", "native-test-seccomp.json",
+                     "native-test-apparmor.profile"):
+            self.assertIn(name, r.stdout)
+        self.assertIn("exec", r.stdout)
+        self.assertTrue(r.stdout.strip().endswith("3"), r.stdout)
+
     def test_require_auth_token_refuses_to_start_without_one(self):
         r = run(["podman", "run", "--rm", *RUNTIME, *limits(), IMAGE, "shellctl", "serve",
                  "--listen", "127.0.0.1:5004", "--require-auth-token"], check=False, timeout=120)
