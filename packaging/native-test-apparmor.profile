@@ -12,7 +12,7 @@ abi <abi/3.0>,
 
 include <tunables/global>
 
-profile dify-native-test-supervisor flags=(enforce) {
+profile dify-native-test-supervisor flags=(attach_disconnected) {
   include <abstractions/base>
   include <abstractions/nameservice>
   include if exists <dify-native-userns>
@@ -61,10 +61,13 @@ profile dify-native-test-supervisor flags=(enforce) {
   /dev/{null,zero,full,random,urandom,tty,ptmx} rw,
   /dev/pts/* rw,
   /dev/shm/** rwlk,
-  /tmp/** rwlk,
-  /run/** rwlk,
-  owner /home/** rwlk,
-  /workspace/** rwlk,
+  # A job's world (paths as its own root shows them): Home, workspace and /tmp are its to
+  # write and to run what it builds there; inputs and its script are read-only.
+  /tmp/** rwlkmix,
+  /run/** rwlkmix,
+  /home/** rwlkmix,
+  /workspace/** rwlkmix,
+  /inputs/** r,
   @{PROC}/** r,
   @{PROC}/@{pid}/{uid_map,gid_map,setgroups} w,
   @{PROC}/@{pid}/attr/current r,
@@ -78,9 +81,11 @@ profile dify-native-test-supervisor flags=(enforce) {
   network unix,
   network netlink raw,
 
+  unix,
+
   signal (send, receive) peer=dify-native-test-supervisor,
+  signal (receive) peer=unconfined,
   ptrace (read, trace) peer=dify-native-test-supervisor,
-  unix peer=(label=dify-native-test-supervisor),
 
   # Never: the host's container runtimes, kernel knobs or other processes' memory.
   deny /var/run/docker.sock rw,
