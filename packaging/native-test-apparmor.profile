@@ -63,11 +63,15 @@ profile dify-native-test-supervisor flags=(attach_disconnected) {
   /dev/shm/** rwlk,
   # A job's world (paths as its own root shows them): Home, workspace and /tmp are its to
   # write and to run what it builds there; inputs and its script are read-only.
-  /tmp/** rwlkmix,
-  /run/** rwlkmix,
-  /home/** rwlkmix,
-  /workspace/** rwlkmix,
-  /inputs/** r,
+  / r,
+  /tmp/{,**} rwlkmix,
+  /run/{,**} rwlkmix,
+  /home/{,**} rwlkmix,
+  /workspace/{,**} rwlkmix,
+  /inputs/{,**} r,
+  # The namespaces check's probe overlay (its own tmpfs, in a mount namespace of its own).
+  /work/{,**} rw,
+  @{PROC}/ r,
   @{PROC}/** r,
   @{PROC}/@{pid}/{uid_map,gid_map,setgroups} w,
   @{PROC}/@{pid}/attr/current r,
@@ -86,6 +90,10 @@ profile dify-native-test-supervisor flags=(attach_disconnected) {
   signal (send, receive) peer=dify-native-test-supervisor,
   signal (receive) peer=unconfined,
   ptrace (read, trace) peer=dify-native-test-supervisor,
+
+  # Reading a worker's /proc entries across its user namespace works without it; never
+  # needed, so never granted (and not logged).
+  deny capability sys_ptrace,
 
   # Never: the host's container runtimes, kernel knobs or other processes' memory.
   deny /var/run/docker.sock rw,

@@ -27,16 +27,6 @@ int ms_left(std::chrono::steady_clock::time_point until) {
   return static_cast<int>(std::clamp<long long>(left, 0, INT_MAX));
 }
 
-namespace {
-
-bool stop_signalled(int stop_fd) {
-  if (stop_fd < 0) return false;
-  pollfd p{stop_fd, POLLIN, 0};
-  return ::poll(&p, 1, 0) == 1;
-}
-
-}  // namespace
-
 bool write_all_bounded(int fd, const char* data, std::size_t n, const relay_bounds& bounds) {
   while (n > 0) {
     const ssize_t w = ::send(fd, data, n, MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -60,54 +50,73 @@ bool write_all_bounded(int fd, const char* data, std::size_t n, const relay_boun
 
 relay_end relay(int a, int b, const relay_bounds& bounds,
                 const std::function<std::size_t(std::size_t)>& reserve) {
-  // Direction 0 reads a and writes b; direction 1 reads b and writes a.
-  const int from[2] = {a, b}, to[2] = {b, a};
-  bool open[2] = {true, true};
-  std::vector<char> buf(kRelayChunk);
-  while (open[0] || open[1]) {
-    pollfd p[3];
-    int n = 0, idx[2] = {-1, -1};
-    for (int d = 0; d < 2; ++d)
-      if (open[d]) {
-        idx[d] = n;
-        p[n++] = {from[d], POLLIN, 0};
-      }
-    const int stop_at = bounds.stop_fd >= 0 ? n : -1;
-    if (stop_at >= 0) p[n++] = {bounds.stop_fd, POLLIN, 0};
+  // Both directions progress independently: a direction whose destination is full keeps its
+  // bytes while the other goes on (a relay that blocked writing one way while the other way
+  // filled up would deadlock against a peer doing the same, as an echo does).
+  struct direction {
+    int from, to;
+    std::vector<char> buf;
+    std::size_t off = 0, len = 0;
+    bool eof = false;  // `from` is done sending; `to` was half-closed once `buf` drained
+  };
+  direction dirs[2] = {{a, b, std::vector<char>(kRelayChunk)}, {b, a, std::vector<char>(kRelayChunk)}};
+  for (;;) {
+    short events[2] = {0, 0};  // for a, for b
+    for (int d = 0; d < 2; ++d) {
+      auto& x = dirs[d];
+      const int from_i = d, to_i = 1 - d;  // dirs[0] reads a (index 0) and writes b (index 1)
+      if (x.len > 0) events[to_i] |= POLLOUT;
+      else if (!x.eof) events[from_i] |= POLLIN;
+    }
+    if (events[0] == 0 && events[1] == 0) return relay_end::closed;
+    // A descriptor nothing waits on is left out (-1): its hang-up would otherwise wake the
+    // poll again and again while the other direction waits to write.
+    pollfd p[3] = {{events[0] ? a : -1, events[0], 0}, {events[1] ? b : -1, events[1], 0},
+                   {bounds.stop_fd, POLLIN, 0}};
+    const nfds_t n = bounds.stop_fd >= 0 ? 3 : 2;
     const int left = ms_left(bounds.until);
     if (left == 0) return relay_end::deadline;
-    const int rc = ::poll(p, static_cast<nfds_t>(n), left);
+    const int rc = ::poll(p, n, left);
     if (rc < 0) {
       if (errno == EINTR) continue;
       return relay_end::failed;
     }
     if (rc == 0) return relay_end::deadline;
-    if (stop_at >= 0 && p[stop_at].revents != 0) return relay_end::stopped;
+    if (n == 3 && p[2].revents != 0) return relay_end::stopped;
     for (int d = 0; d < 2; ++d) {
-      if (idx[d] < 0 || p[idx[d]].revents == 0) continue;
-      std::size_t want = kRelayChunk;
-      if (reserve) {
-        want = std::min(reserve(kRelayChunk), kRelayChunk);
-        if (want == 0) return relay_end::exhausted;
+      auto& x = dirs[d];
+      const short from_ev = p[d].revents, to_ev = p[1 - d].revents;
+      if (x.len > 0 && (to_ev & (POLLOUT | POLLERR | POLLHUP)) != 0) {
+        const ssize_t w = ::send(x.to, x.buf.data() + x.off, x.len, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) return relay_end::failed;
+        if (w > 0) {
+          x.off += static_cast<std::size_t>(w);
+          x.len -= static_cast<std::size_t>(w);
+          if (x.len == 0) x.off = 0;
+        }
+        if (x.len == 0 && x.eof) ::shutdown(x.to, SHUT_WR);
+      } else if (x.len == 0 && !x.eof && (from_ev & (POLLIN | POLLERR | POLLHUP)) != 0) {
+        std::size_t want = kRelayChunk;
+        if (reserve) {
+          want = std::min(reserve(kRelayChunk), kRelayChunk);
+          if (want == 0) return relay_end::exhausted;
+        }
+        const ssize_t got = ::recv(x.from, x.buf.data(), want, MSG_DONTWAIT);
+        if (got < 0) {
+          if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) continue;
+          return relay_end::failed;
+        }
+        if (got == 0) {
+          // This side is done sending: pass the half-close on, keep the other direction.
+          x.eof = true;
+          ::shutdown(x.to, SHUT_WR);
+          continue;
+        }
+        x.off = 0;
+        x.len = static_cast<std::size_t>(got);
       }
-      const ssize_t got = ::recv(from[d], buf.data(), want, MSG_DONTWAIT);
-      if (got < 0) {
-        if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) continue;
-        return relay_end::failed;
-      }
-      if (got == 0) {
-        // This side is done sending: pass the half-close on, keep the other direction.
-        open[d] = false;
-        ::shutdown(to[d], SHUT_WR);
-        continue;
-      }
-      if (!write_all_bounded(to[d], buf.data(), static_cast<std::size_t>(got), bounds))
-        return stop_signalled(bounds.stop_fd) ? relay_end::stopped
-               : ms_left(bounds.until) == 0   ? relay_end::deadline
-                                              : relay_end::failed;
     }
   }
-  return relay_end::closed;
 }
 
 }  // namespace shellctl::io::native

@@ -1,6 +1,7 @@
 #pragma once
 // One proxied connection's bytes (native-scopes.md §7): copies both ways between two
-// connected sockets until both sides are done, the deadline passes (the 60 s cap), the stop
+// connected sockets — each direction on its own, so that neither waits for the other —
+// until both sides are done, the deadline passes (the 60 s cap), the stop
 // descriptor becomes readable or hangs up (the scope is being destroyed), or the budget is
 // spent. Before each read(2) the `reserve` callback is asked for up to 64 KiB and the read
 // takes at most what it granted (the broker charges the scope's byte budget there, FULL,

@@ -332,6 +332,28 @@ print(f"direct_elsewhere={{direct('192.0.2.1', 80)}}")
         self.assertEqual(usage["network_connections"], 2, usage)  # the two dials that went out
         self.assertGreater(usage["network_bytes"], 0)
 
+    def test_a_bulk_echo_flows_both_ways_at_once(self):
+        """Both directions move independently: 8 MiB sent to an echo while reading it back
+        (a relay that blocked writing one way while the other filled up would stall here)."""
+        size = 8 << 20
+        v = self.create("bulk", [{"host": PUBLIC, "port": self.echo.port}], net_bytes=256 << 20)
+        out = self.run_py(v, f'''
+import threading
+status, s = tunnel("{PUBLIC}", {self.echo.port}, keep=True)
+print(f"connect={{status}}")
+def send():
+    s.sendall(b"e" * {size})
+    s.shutdown(socket.SHUT_WR)
+threading.Thread(target=send, daemon=True).start()
+t0 = time.monotonic()
+print(f"echoed={{read_all(s)}}")
+print(f"seconds={{time.monotonic() - t0:.1f}}")
+''')
+        r = self.results(out)
+        self.assertEqual(r.get("connect"), "200", out)
+        self.assertEqual(int(r.get("echoed", -1)), size, out)
+        self.assertLess(float(r["seconds"]), 55.0, "not rescued by the 60 s cap")
+
     def test_a_foreign_peer_on_the_broker_socket_is_refused(self):
         v = self.create("peer", [{"host": PUBLIC, "port": self.echo.port}])
         path = os.path.join(self.fx.state, "native", "scopes", "peer.g1", "broker.sock")

@@ -6,7 +6,7 @@
 #
 # 1. mmdebstrap a Debian 12 root with systemd 254 and Linux 6.12 from bookworm-backports, plus
 #    AppArmor, D-Bus, tmux, python3 and the libraries our binaries link (the same Debian
-#    archive apt already uses; cached in $QUALIFY_VM_DIR/base-<hash>.tar);
+#    archive apt already uses; cached in $QUALIFY_VM_DIR/base-<hash>/);
 # 2. install our build into it (`meson install`) and do what a host administrator does (S30):
 #    the dedicated user dify-native, the start script at /usr/local/libexec/dify-native-start,
 #    the unit at /etc/systemd/system/dify-native.service, a root-owned EnvironmentFile, the
@@ -49,21 +49,24 @@ libs=$(for l in $(ldd "$BUILD/bin/shellctl" "$BUILD/bin/dify-agent" | awk '/=>/ 
        done | sort -u | tr '\n' ',')
 packages="systemd,systemd-sysv,systemd-resolved,dbus,udev,kmod,linux-image-amd64,initramfs-tools,apparmor,tmux,python3,iproute2,procps,util-linux,passwd,ca-certificates,${libs%,}"
 key=$(printf '%s\n' "$packages" "$MIRROR" "v1" | sha256sum | cut -c1-16)
-base="$WORK/base-$key.tar"
-if [ ! -f "$base" ]; then
+base="$WORK/base-$key"
+if [ ! -f "$base/.complete" ]; then
+  rm -rf "$base" "$base.partial"
   echo "qualify-vm: building the guest's base root (once; cached as $base)"
   mmdebstrap --variant=apt --include="$packages" \
     --setup-hook='mkdir -p "$1/etc/apt/preferences.d" && printf "Package: systemd* libsystemd* libudev* udev libpam-systemd libnss-systemd linux-image-* linux-base\nPin: release n=bookworm-backports\nPin-Priority: 990\n" > "$1/etc/apt/preferences.d/qualify-backports"' \
     bookworm "$base.partial" \
     "deb $MIRROR bookworm main" "deb $MIRROR bookworm-updates main" \
     "deb $MIRROR bookworm-backports main" "deb ${MIRROR%/debian}/debian-security bookworm-security main"
+  touch "$base.partial/.complete"
   mv "$base.partial" "$base"
 fi
 
 # ---- 2. the guest's root: the base, our build, the administrator's steps ------------------------
 root="$WORK/root"
 rm -rf "$root" && mkdir -p "$root"
-tar -C "$root" -xf "$base"
+cp -a "$base/." "$root/"
+rm -f "$root/.complete"
 DESTDIR="$root" meson install -C "$BUILD" --no-rebuild --quiet
 share="$root/usr/local/share/dify-native"
 install -m 0755 "$share/native-test-start.sh" "$root/usr/local/libexec/dify-native-start"
