@@ -86,7 +86,7 @@ void broker_link(caf::blocking_actor* self, std::shared_ptr<const broker_setting
   }
   ::close(conn_fd);
   ::close(stop_fd);
-  self->send(broker, broker_link_closed::value);
+  self->send(broker, link_closed::value);
 }
 
 }  // namespace shellctl::actors

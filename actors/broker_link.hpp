@@ -6,17 +6,16 @@
 // min(64 KiB, what is left) of the scope's byte budget in the catalog (S22: nothing is
 // refunded; a short read may overcharge), and a spent budget closes both sides. It ends at
 // EOF both ways, at the 60 s cap, or when the stop descriptor hangs up, and tells its broker
-// (`broker_link_closed`). Blocking (detached): a socket pair and the catalog's answers.
+// (`link_closed`). Blocking (detached): a socket pair and the catalog's answers.
 #include <caf/all.hpp>
 
 #include <memory>
 
+#include "actors/link_acceptor.hpp"
 #include "actors/native_interfaces.hpp"
 #include "actors/net_broker.hpp"
 
 namespace shellctl::actors {
-
-using broker_link_closed = caf::atom_constant<caf::atom("lnkclosed")>;
 
 // Owns `conn_fd` and `stop_fd` (a dup of the broker's).
 void broker_link(caf::blocking_actor* self, std::shared_ptr<const broker_settings> cfg, int conn_fd,

@@ -107,7 +107,7 @@ void proxy_link(caf::blocking_actor* self, std::shared_ptr<const proxy_settings>
   if (broker >= 0) ::close(broker);
   ::close(client_fd);
   ::close(stop_fd);
-  self->send(proxy, proxy_link_closed::value);
+  self->send(proxy, link_closed::value);
 }
 
 }  // namespace shellctl::actors

@@ -6,16 +6,15 @@
 // is answered `429` (budget spent), `503` (connection cap) or `502`. CONNECT then answers
 // `200 Connection established` and the bytes go through opaquely (S23: nothing inside is
 // inspected); an http request is sent on in origin form. It ends at EOF both ways, at the
-// 60 s cap, or when the stop descriptor hangs up, and tells its proxy (`proxy_link_closed`).
+// 60 s cap, or when the stop descriptor hangs up, and tells its proxy (`link_closed`).
 #include <caf/all.hpp>
 
 #include <memory>
 
+#include "actors/link_acceptor.hpp"
 #include "actors/worker_proxy.hpp"
 
 namespace shellctl::actors {
-
-using proxy_link_closed = caf::atom_constant<caf::atom("prxclosed")>;
 
 // The HTTP status a broker refusal code answers to the job.
 int proxy_status_of(const std::string& broker_code);

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "actors/link_acceptor.hpp"
 #include "actors/proxy_link.hpp"
 
 namespace shellctl::actors {
@@ -36,41 +37,17 @@ int listen_proxy(std::string& err) {
 
 void worker_proxy(caf::blocking_actor* self, std::shared_ptr<const proxy_settings> cfg, int listen_fd,
                   int stop_fd) {
-  std::size_t live = 0;
-  auto drain = [&](std::chrono::milliseconds wait) {
-    bool more = true;
-    while (more)
-      self->receive([&](proxy_link_closed) { if (live > 0) --live; },
-                    caf::after(wait) >> [&] { more = false; });
-  };
-  for (;;) {
-    pollfd p[2] = {{listen_fd, POLLIN, 0}, {stop_fd, POLLIN, 0}};
-    const int rc = ::poll(p, 2, 200);
-    drain(std::chrono::milliseconds(0));
-    if (rc < 0 && errno != EINTR) break;
-    if (p[1].revents != 0) break;
-    if (rc <= 0 || (p[0].revents & POLLIN) == 0) continue;
-    const int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
-    if (fd < 0) continue;
-    if (live >= cfg->max_concurrent) {
-      const auto answer = io::native::proxy_error_response(
-          503, "this scope allows at most " + std::to_string(cfg->max_concurrent) + " proxied connections at once");
-      (void)!::send(fd, answer.data(), answer.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-      ::close(fd);
-      continue;
-    }
-    const int link_stop = ::fcntl(stop_fd, F_DUPFD_CLOEXEC, 0);
-    if (link_stop < 0) {
-      ::close(fd);
-      continue;
-    }
-    self->spawn<caf::detached>(proxy_link, cfg, fd, link_stop, caf::actor_cast<caf::actor>(self));
-    ++live;
-  }
-  ::close(listen_fd);
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (live > 0 && std::chrono::steady_clock::now() < until) drain(std::chrono::milliseconds(100));
-  ::close(stop_fd);
+  accept_links(
+      self, listen_fd, stop_fd, cfg->max_concurrent, [](int) { return true; },
+      [&](int fd) {
+        const auto answer = io::native::proxy_error_response(
+            503, "this scope allows at most " + std::to_string(cfg->max_concurrent) + " proxied connections at once");
+        (void)!::send(fd, answer.data(), answer.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+        ::close(fd);
+      },
+      [&](int fd, int link_stop) {
+        self->spawn<caf::detached>(proxy_link, cfg, fd, link_stop, caf::actor_cast<caf::actor>(self));
+      });
 }
 
 }  // namespace shellctl::actors
