@@ -35,8 +35,12 @@ class StagedInstall(unittest.TestCase):
             "bin/dify-agent", "bin/shellctl",
             "libexec/shellctl/shellctl-runner", "libexec/shellctl/shellctl-runner-exit",
             "libexec/shellctl/shellctl-sanitize-pty",
+            # The native supervisor's deployment files (present, activating nothing).
+            "share/dify-native/native-test-apparmor.profile", "share/dify-native/native-test-seccomp.json",
+            "share/dify-native/native-test-start.sh", "share/dify-native/native-test-supervisor.service",
+            "share/dify-native/native-test-userns.apparmor",
             "share/shellctl/agent_cli_help.json", "share/shellctl/shellctl.service"])
-        for exe in found[:5]:
+        for exe in found[:5] + ["share/dify-native/native-test-start.sh"]:
             self.assertTrue(os.access(os.path.join(self.root, exe), os.X_OK), exe)
 
     def test_every_binary_answers_help(self):

@@ -18,7 +18,7 @@ import unittest
 import uuid
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SOURCE = os.path.normpath(os.path.join(HERE, "..", ".."))
+SOURCE = os.path.normpath(os.path.join(HERE, "..", "..", ".."))
 PACKAGING = os.path.join(SOURCE, "packaging")
 BUILD_DIR = os.environ.get("SHELLCTL_BUILD_DIR") or os.path.join(SOURCE, "build")
 sys.path.insert(0, os.path.join(SOURCE, "tests", "e2e", "helpers"))
