@@ -418,8 +418,12 @@ held = [tunnel("{PUBLIC}", {self.hold.port}, keep=True) for _ in range(4)]
 print("held=" + ",".join(st for st, _ in held))
 print(f"fifth={{tunnel('{PUBLIC}', {self.hold.port})}}")
 held[0][1].close()
-time.sleep(1)
-status, s = tunnel("{PUBLIC}", {self.hold.port}, keep=True)
+# The slot frees once that connection's links have ended (asynchronously): ask until it has.
+for _ in range(40):
+    status, s = tunnel("{PUBLIC}", {self.hold.port}, keep=True)
+    if status == "200":
+        break
+    time.sleep(0.25)
 print(f"after_one_closed={{status}}")
 ''')
         r = self.results(out)
