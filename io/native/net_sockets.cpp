@@ -15,27 +15,26 @@ namespace shellctl::io::native {
 
 namespace {
 
-bool address_of(const std::string& path, sockaddr_un& a, std::string& err) {
+// A fresh stream socket and the address `path` names; -1 with `err`.
+int unix_socket(const std::string& path, sockaddr_un& a, std::string& err) {
   a = {};
   a.sun_family = AF_UNIX;
   if (path.size() >= sizeof a.sun_path) {
     err = path + ": too long for a unix socket path";
-    return false;
+    return -1;
   }
   std::memcpy(a.sun_path, path.c_str(), path.size() + 1);
-  return true;
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) err = std::string("socket: ") + std::strerror(errno);
+  return fd;
 }
 
 }  // namespace
 
 int listen_unix(const std::string& path, std::string& err) {
   sockaddr_un a;
-  if (!address_of(path, a, err)) return -1;
-  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) {
-    err = std::string("socket: ") + std::strerror(errno);
-    return -1;
-  }
+  const int fd = unix_socket(path, a, err);
+  if (fd < 0) return -1;
   ::unlink(path.c_str());
   if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::chmod(path.c_str(), 0600) != 0 ||
       ::listen(fd, 16) != 0) {
@@ -48,12 +47,8 @@ int listen_unix(const std::string& path, std::string& err) {
 
 int connect_unix(const std::string& path, std::string& err) {
   sockaddr_un a;
-  if (!address_of(path, a, err)) return -1;
-  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) {
-    err = std::string("socket: ") + std::strerror(errno);
-    return -1;
-  }
+  const int fd = unix_socket(path, a, err);
+  if (fd < 0) return -1;
   if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
     err = "connect " + path + ": " + std::strerror(errno);
     ::close(fd);
