@@ -11,17 +11,6 @@
 
 namespace shellctl::io::native {
 
-const char* relay_end_text(relay_end e) {
-  switch (e) {
-    case relay_end::closed: return "closed";
-    case relay_end::deadline: return "deadline";
-    case relay_end::stopped: return "stopped";
-    case relay_end::exhausted: return "exhausted";
-    case relay_end::failed: return "failed";
-  }
-  return "failed";
-}
-
 int ms_left(std::chrono::steady_clock::time_point until) {
   const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now()).count();
   return static_cast<int>(std::clamp<long long>(left, 0, INT_MAX));

@@ -17,7 +17,6 @@ namespace shellctl::io::native {
 inline constexpr std::size_t kRelayChunk = 64 * 1024;
 
 enum class relay_end { closed, deadline, stopped, exhausted, failed };
-const char* relay_end_text(relay_end e);
 
 struct relay_bounds {
   std::chrono::steady_clock::time_point until;
