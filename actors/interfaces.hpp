@@ -43,6 +43,7 @@ using tmux_server_actor = caf::typed_actor<
     replies_to<tmux_start>::with<tmux_reply>,        // the client is up (or why not)
     replies_to<tmux_command>::with<tmux_reply>,      // each line's output, or the first error
     replies_to<list_sessions_request>::with<session_list>,  // the sessions that exist now
+    replies_to<tmux_silence_query>::with<tmux_silence>,     // stuck, or only busy?
     reacts_to<track_session>,                        // a recovered job's session
     reacts_to<tmux_lines>,                           // internal: the reader thread's lines
     reacts_to<tmux_client_exited>,                   // internal: the client (or server) died
@@ -93,7 +94,7 @@ using job_actor_type = caf::typed_actor<
     // internal: timers
     reacts_to<waiter_tick>, reacts_to<pipe_ready_timeout>, reacts_to<terminate_deadline>, reacts_to<wall_deadline>,
     reacts_to<finalizer_timeout>, reacts_to<store_retry_tick>, reacts_to<settle_retry>,
-    reacts_to<remove_retry_tick>, reacts_to<answer_deadline>, reacts_to<start_deadline>,
+    reacts_to<remove_retry_tick>, reacts_to<answer_deadline>, reacts_to<start_deadline>, reacts_to<run_deadline>,
     reacts_to<output_final_deadline>, reacts_to<retire>>;
 
 // job_registry: which jobs exist. Admits runs, hands each job request to its actor

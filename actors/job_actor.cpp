@@ -98,6 +98,7 @@ bool move_to(self_ptr self, job_phase to) {
 bool starting(self_ptr self) { return is_starting(self->state.phase); }
 void start_session(self_ptr self);
 bool retry_start(self_ptr self);
+bool start_cut_short(self_ptr self);
 void remove_job(self_ptr self, std::optional<answer<job_deleted>> reply, std::uint64_t guard = 0);
 
 // The job's directory and its same-HOME view entry (io/fs/home_views.hpp).
@@ -568,20 +569,57 @@ void evaluate_waiters(self_ptr self) {
       blocked_on_terminal);
 }
 
-void add_waiter(self_ptr self, const wait_params& p, answer<job_result> reply) {
+void add_waiter(self_ptr self, const wait_params& p, answer<job_result> reply,
+                std::optional<clock_type::time_point> since = std::nullopt) {
   auto& st = self->state;
   st.waiters.add(p, std::move(reply), io::text::file_size_or_zero(st.output_abs),
-                 self->clock().now());
+                 self->clock().now(), since);
   evaluate_waiters(self);
 }
 
+// The start is complete (or failed): the run waits for the job like a wait would, within
+// the timeout it asked for, counted from its arrival (clients.md §6.3: a run answers
+// within its timeout plus a little, however long its start took). Unless it was answered
+// already: its timeout passed during the start.
 void answer_run(self_ptr self) {
   auto& st = self->state;
   if (!st.run) return;
   auto run = std::move(*st.run);
   st.run.reset();
   unguard(self, st.start_guard);
-  add_waiter(self, run.spec.wait, run.reply);
+  if (run.reply.pending()) add_waiter(self, run.spec.wait, run.reply, st.run_arrived);
+}
+
+// How long past its timeout a run whose start is still under way waits for it, before it
+// answers without it: a start that completes in this time answers as a run always did
+// (running, or done), and the answer still comes well within the client's read timeout
+// (the run's timeout plus 10 s, clients.md §2).
+constexpr std::chrono::seconds run_answer_grace{3};
+
+// The run's timeout passed while its start is under way (a busy machine: a hundred starts
+// queued at one tmux server). Its answer is the job as it stands: its id, "created" or
+// "starting", not done, no output yet; the client waits on it by id, as after any run
+// that timed out. Only once the row is stored: before, the id names nothing.
+void answer_run_in_progress(self_ptr self) {
+  auto& st = self->state;
+  if (!st.run || !st.run->reply.pending()) return;
+  unguard(self, st.start_guard);
+  st.run->reply.ok(result_window(self, io::text::output_window{"", 0, false}));
+}
+
+// The start is stuck: tmux said nothing for a while although commands are owed, or the
+// store keeps failing. It is failed as soon as no store write is under way (that write's
+// completion meets start_cut_short); its run, if still unanswered, hears within 5 s either
+// way (the failed job, or a 503 saying it will be failed).
+void abandon_start(self_ptr self) {
+  auto& st = self->state;
+  if (st.start_abandoned) return;
+  st.start_abandoned = true;
+  if (st.run && st.run->reply.pending() && !st.start_guard)
+    st.start_guard = guard_answer(self, st.run->reply, std::chrono::seconds(5),
+                                  "the job is not started: it will be recorded as failed "
+                                  "(start_failed)");
+  if (!st.busy) start_cut_short(self);
 }
 
 // ---------------------------------------------------------------- start (runtime.md §3)
@@ -626,9 +664,9 @@ bool start_cut_short(self_ptr self) {
     return true;
   }
   if (!st.start_abandoned) return false;
-  fail_start(self, "the job did not start within " +
-                       std::to_string(st.cfg.pipe_ready_timeout.count() / 1000) +
-                       " s (tmux or the state database did not answer in time)");
+  fail_start(self, st.store_failing
+                       ? "the job did not start: the state database kept failing"
+                       : "the job did not start: tmux stopped answering");
   return true;
 }
 
@@ -880,17 +918,23 @@ void begin_run(self_ptr self) {
     abandon(self);
     return;
   }
-  // The start is bounded (a stuck tmux or store must not keep the client waiting), and so
-  // is its answer, should failing the start itself wait on the store.
+  // The start is bounded: from its 10th second on it is looked at until it completes, and
+  // failed once stuck (start_deadline). Its run answers by its own timeout plus a little.
   self->delayed_send(self, st.cfg.pipe_ready_timeout, start_deadline{});
-  st.start_guard = guard_answer(
-      self, st.run->reply, st.cfg.pipe_ready_timeout + std::chrono::seconds(5),
-      "the job is not started: it will be recorded as failed (start_failed)");
+  self->delayed_send(self,
+                     std::chrono::duration_cast<std::chrono::milliseconds>(
+                         std::chrono::duration<double>(spec.wait.timeout_s)) +
+                         run_answer_grace,
+                     run_deadline{});
   store_request(self, store_insert{st.row, input_charge}, [self](store_reply& r) {
     auto& st = self->state;
     st.timeline.mark(job_mark::row_inserted);
-    if (r.ok && r.changed) log_lifecycle(self, "created");
+    if (r.ok && r.changed) {
+      log_lifecycle(self, "created");
+      st.row_stored = true;
+    }
     if (r.ok && r.changed && start_cut_short(self)) return;
+    if (r.ok && r.changed && st.run_overdue) answer_run_in_progress(self);
     if (!r.ok || !r.changed) {
       remove_job_files(self);
       if (r.ok && !r.refused.empty())
@@ -1412,6 +1456,7 @@ job_actor_type::behavior_type job_actor(job_actor_type::stateful_pointer<job_sta
         auto reply = answer_later<job_result>(self);
         st.run = job_state::pending_run{std::move(req.spec), reply};
         st.admitted_at = job_state::clock::now();
+        st.run_arrived = self->clock().now();
         st.timeline.admitted(st.admitted_at);
         move_to(self, job_phase::admitting);
         begin_run(self);
@@ -1502,13 +1547,50 @@ job_actor_type::behavior_type job_actor(job_actor_type::stateful_pointer<job_sta
         self->state.remove_retry = nullptr;
         if (retry) retry();
       },
-      [self](answer_deadline& m) { answer_guard_expired(self, m.guard_id); },
+      [self](answer_deadline& m) {
+        auto& st = self->state;
+        // The run heard it will be failed (its row not stored by its timeout plus 5 s):
+        // so it is.
+        if (m.guard_id == st.start_guard && st.guarded_answers.count(m.guard_id) &&
+            starting(self) && !st.start_failed)
+          abandon_start(self);
+        answer_guard_expired(self, m.guard_id);
+      },
       [self](start_deadline&) {
         auto& st = self->state;
-        if (!st.run || !starting(self) || st.start_failed) return;  // started, or failed
-        st.start_abandoned = true;
-        // Not while a store write is under way: its completion meets start_cut_short.
-        if (!st.busy) start_cut_short(self);
+        if (!starting(self) || st.start_failed || st.start_abandoned) return;  // started, or failed
+        if (st.store_failing) {
+          abandon_start(self);
+          return;
+        }
+        // Slow is not stuck: tmux answering other starts one after another is busy, and
+        // this start goes on (looked at again each second); tmux silent for 5 s while owed
+        // answers is stopped or hung, and the start fails.
+        self->request(st.peers.tmux, caf::infinite, tmux_silence_query{})
+            .then([self](tmux_silence& quiet) {
+              auto& st = self->state;
+              if (!starting(self) || st.start_failed || st.start_abandoned) return;
+              if (quiet.ms >= st.cfg.pipe_ready_timeout.count() / 2) {
+                abandon_start(self);
+                return;
+              }
+              self->delayed_send(self, std::chrono::seconds(1), start_deadline{});
+            });
+      },
+      [self](run_deadline&) {
+        auto& st = self->state;
+        if (!st.run || !st.run->reply.pending() || !starting(self)) return;
+        st.run_overdue = true;
+        if (st.row_stored) {
+          answer_run_in_progress(self);
+          return;
+        }
+        // Not even the row is stored (the store is slow or failing): the client hears
+        // within 4 s more, then the start is failed (answer_deadline).
+        if (!st.start_guard)
+          st.start_guard = guard_answer(self, st.run->reply, std::chrono::seconds(4),
+                                        "the job is not started: it will be recorded as "
+                                        "failed (start_failed)");
       },
       [self](output_final_deadline&) {
         // The finalizer never marked the pipe's end (killed with a tmux server, say): the

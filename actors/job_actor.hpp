@@ -53,6 +53,7 @@ struct job_state {
   std::optional<pending_run> run;
   answer<job_recovered> recovery;  // a recovered job: answered once its first settle is done
   clock::time_point admitted_at;  // when the run request arrived (/metrics: start latency)
+  clock::time_point run_arrived;  // the same, on the actor's clock (the run's timeout)
   timeline_recorder timeline;     // where its milliseconds go (actors/job_timeline.hpp)
 
   job_phase phase = job_phase::spawned;  // what the actor is doing (actors/job_phase.hpp)
@@ -91,9 +92,12 @@ struct job_state {
   std::function<void()> remove_retry;  // a delete whose row removal is being retried
   bool settle_retry_armed = false;     // settle() met unreadable artifacts: try again
 
-  // The start's bound: a start that did not open the gate in time is failed (and its run
-  // answered), so that no client waits on a stuck tmux or store.
+  // The start's bound: a start that is stuck (tmux silent, the store failing) is failed,
+  // and its run answered; one that is only slow (queued behind other starts on a busy
+  // machine) goes on, and its run is answered at its own timeout with the job as it stands.
   bool start_abandoned = false;
+  bool row_stored = false;   // the insert answered: the job id can be handed out
+  bool run_overdue = false;  // the run's timeout passed before its start completed
   bool start_failed = false;  // fail_start ran: later failures only clean up
   // Answers that wait on tmux or the store: each gets a 503 at its deadline unless the
   // step it waits on completed first (answer_deadline).

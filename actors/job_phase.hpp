@@ -21,8 +21,8 @@
 //   removing          a delete or retention took it        the row removal; requests are held
 //   removed           row and files are gone               only 404s, until `retire`
 //
-// The start's deadline (start_deadline) ends any start phase in failing_start. Terminate is
-// not a phase: it runs in live (and, for a delete, before removing) and answers when the
+// A stuck start (start_deadline: tmux silent, the store failing) goes from any start
+// phase to failing_start; a slow one goes on. Terminate is not a phase: it runs in live (and, for a delete, before removing) and answers when the
 // session is gone or its grace ran out.
 #include <cstdint>
 #include <string_view>

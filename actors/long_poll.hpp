@@ -46,10 +46,12 @@ class long_poll_set {
   };
 
   // Adds a waiter for output of `size` bytes so far; evaluate() right after decides it.
-  void add(const wait_params& p, Answer answer, std::uint64_t size, clock::time_point now) {
+  // Its timeout counts from `since` (a run's: from its arrival, its start included).
+  void add(const wait_params& p, Answer answer, std::uint64_t size, clock::time_point now,
+           std::optional<clock::time_point> since = std::nullopt) {
     waiters_.push_back(waiter{next_id_++, p, std::move(answer),
-                              now + std::chrono::duration_cast<clock::duration>(
-                                        std::chrono::duration<double>(p.timeout_s)),
+                              since.value_or(now) + std::chrono::duration_cast<clock::duration>(
+                                                        std::chrono::duration<double>(p.timeout_s)),
                               size, size > p.offset, now, std::nullopt});
   }
 

@@ -290,6 +290,14 @@ struct session_list {
 };
 // Starts the control client; answered with tmux_reply (ok or the reason it failed).
 struct tmux_start {};
+// Answered with tmux_silence: how long commands have been owed an answer while tmux said
+// nothing at all. A busy tmux (a hundred starts queued) keeps answering, one command
+// after another; a stopped or hung one goes silent. A slow start is told apart from a
+// stuck one by this, not by its own age.
+struct tmux_silence_query {};
+struct tmux_silence {
+  std::int64_t ms = 0;  // 0: nothing is owed, or tmux spoke just now
+};
 
 // ---------------------------------------------------------------- fs_watcher
 // fs_watcher → job_actor: these files in the job dir changed.
@@ -449,7 +457,12 @@ struct output_final_deadline {};
 struct store_retry_tick {};
 struct remove_retry_tick {};
 struct settle_retry {};
+// A start still under way at this moment is looked at: stuck (tmux silent, the store
+// failing) it fails; only slow (queued behind other starts) it goes on.
 struct start_deadline {};
+// The run's own timeout, counted from its arrival, passed while its start is under way:
+// it is answered with the job as it stands ("starting", not done) and its client waits on.
+struct run_deadline {};
 // An answer that waits on tmux or the store is given a 503 at this deadline, unless the
 // step it waited on completed first.
 struct answer_deadline {
@@ -507,6 +520,8 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::track_session)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::list_sessions_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::session_list)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::tmux_start)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::tmux_silence_query)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::tmux_silence)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::watch_dir)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::watch_ack)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::unwatch_dir)
@@ -536,6 +551,7 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::store_retry_tick)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::remove_retry_tick)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::settle_retry)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::start_deadline)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::run_deadline)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::answer_deadline)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::retire)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::http_observed)

@@ -58,6 +58,8 @@ void submit(state_ptr self, std::vector<std::string> lines, std::string creates_
     pc.done(pc.reply);
     return;
   }
+  // Nothing was owed until now: tmux's silence counts from here.
+  if (st.pending.empty() && st.waiting.empty()) st.last_heard = std::chrono::steady_clock::now();
   if (!st.client || !st.accepting) {
     st.waiting.push_back(std::move(pc));
     return;
@@ -110,6 +112,7 @@ void finish_block(state_ptr self, bool ok, std::vector<std::string> lines) {
 void on_lines(state_ptr self, std::vector<std::string>& lines) {
   using kind = io::tmux::control_event::kind;
   auto& st = self->state;
+  if (!lines.empty()) st.last_heard = std::chrono::steady_clock::now();
   for (auto& line : lines) {
     auto ev = st.parser.feed(std::move(line));
     if (!ev) continue;
@@ -248,6 +251,13 @@ tmux_server_actor::behavior_type tmux_server(
         else
           refresh_sessions(self);
         return rp;
+      },
+      [self](tmux_silence_query&) {
+        auto& st = self->state;
+        if (st.pending.empty() && st.waiting.empty()) return tmux_silence{0};
+        return tmux_silence{std::chrono::duration_cast<std::chrono::milliseconds>(
+                                std::chrono::steady_clock::now() - st.last_heard)
+                                .count()};
       },
       [self](tmux_lines& m) { on_lines(self, m.lines); },
       [self](tmux_client_exited& m) {

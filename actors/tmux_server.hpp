@@ -7,6 +7,7 @@
 // gone and a new client (and tmux server) is started. From tmux's %exit until the new
 // client is up, commands wait here and go to the new server: a command is only ever lost
 // with the server it was already sent to.
+#include <chrono>
 #include <deque>
 #include <functional>
 #include <map>
@@ -51,6 +52,9 @@ struct tmux_server_state {
   bool list_in_flight = false;
   bool list_again = false;
   std::vector<std::function<void(session_list&)>> list_waiters;
+  // The last sign of life while commands were owed: a line from tmux, or the moment the
+  // first owed command was queued. Its age is tmux's silence (tmux_silence_query).
+  std::chrono::steady_clock::time_point last_heard{};
 };
 
 tmux_server_actor::behavior_type tmux_server(

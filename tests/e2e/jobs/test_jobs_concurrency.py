@@ -1,4 +1,6 @@
 """Many jobs at once: 100 concurrent run-to-completion calls, each with an exact output."""
+import os
+import sqlite3
 import threading
 import unittest
 
@@ -30,13 +32,24 @@ class ConcurrencyTest(SharedServerTestCase):
         ids = set()
         for i, (res, out) in results.items():
             self.check_result(res)
-            self.assertEqual((res["status"], res["exit_code"]), ("exited", i % 5), (i, res))
+            if (res["status"], res["exit_code"]) != ("exited", i % 5):
+                self.fail(f"job {i}: {res}; stored: {self.stored_reason(res['job_id'])}")
             self.assertEqual(out, f"job-{i}-start\njob-{i}-{i * i}\n", i)
             ids.add(res["job_id"])
         self.assertEqual(len(ids), n)
         listed = {j["job_id"] for j in s.ok("GET", "/v1/jobs?limit=200")["jobs"]}
         self.assertTrue(ids <= listed)
         return ids
+
+    def stored_reason(self, job_id):
+        """The row's reason and message, which no response carries: why a job ended."""
+        db = sqlite3.connect(f"file:{os.path.join(self.server.state_dir, 'shellctl.db')}?mode=ro",
+                             uri=True, timeout=10)
+        try:
+            return db.execute("SELECT status, reason, message FROM jobs WHERE job_id = ?",
+                              (job_id,)).fetchone()
+        finally:
+            db.close()
 
     def test_100_concurrent_pty_jobs(self):
         ids = self.run_many(100, "pty")

@@ -12,6 +12,7 @@
 #include <caf/all.hpp>
 #include <caf/scheduler/test_coordinator.hpp>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -39,6 +40,11 @@ struct observed {
   std::map<std::string, dir_listener> dir_owners;       // from watch_dir
   std::vector<std::string> tmux_lines;                  // every command line sent
   bool pipe_active = true;  // what display-message #{pane_pipe} prints ("1" or "0")
+  std::int64_t tmux_silent_ms = 0;  // what tmux_silence_query answers: 0 = tmux answers
+  // A busy tmux: while set, command answers are held (in order) until the stand-in is
+  // told to let them go (fixture::release_tmux).
+  bool hold_tmux = false;
+  std::vector<std::function<void()>> held_tmux;
   // Lines sent since `from` that start with `command`.
   std::size_t count(const std::string& command, std::size_t from = 0) const {
     std::size_t n = 0;
@@ -57,7 +63,7 @@ inline tmux_server_actor::behavior_type tmux_stand_in(tmux_server_actor::pointer
                                                std::set<std::string> alive, observed* seen) {
   return {
       [](tmux_start&) { return tmux_reply{}; },
-      [seen](tmux_command& m) {
+      [self, seen](tmux_command& m) -> caf::result<tmux_reply> {
         tmux_reply r;
         r.output.resize(m.lines.size());
         seen->tmux_lines.insert(seen->tmux_lines.end(), m.lines.begin(), m.lines.end());
@@ -75,16 +81,27 @@ inline tmux_server_actor::behavior_type tmux_stand_in(tmux_server_actor::pointer
           else if (l.find("#{pane_pipe}") != std::string::npos)
             r.output[i].push_back(pipe);
         }
+        if (seen->hold_tmux) {
+          auto rp = self->make_response_promise<tmux_reply>();
+          seen->held_tmux.push_back([rp, r]() mutable { rp.deliver(r); });
+          return rp;
+        }
         return r;
       },
       [alive](list_sessions_request&) { return session_list{true, {}, alive}; },
+      [seen](tmux_silence_query&) { return tmux_silence{seen->tmux_silent_ms}; },
       [alive, seen](track_session& m) {
         if (alive.count(m.name))
           seen->session_owners[m.name] = m.owner;
         else
           caf::anon_send(m.owner, session_gone{false});
       },
-      [](tmux_lines&) {},
+      [seen](tmux_lines&) {  // here: let the held answers go, in order
+        seen->hold_tmux = false;
+        auto held = std::move(seen->held_tmux);
+        seen->held_tmux.clear();
+        for (auto& h : held) h();
+      },
       [](tmux_client_exited&) {},
       [self](shutdown_jobs&) { self->quit(); },
   };
@@ -116,6 +133,12 @@ struct fixture {
   cgroup_reaper_actor reaper;  // idle here: these jobs have no cgroup (js.cgroup_root "")
   metrics_registry_actor metrics;
   event_log_actor events;
+
+  // The busy stand-in tmux answers what it held (observed::hold_tmux).
+  void release_tmux() {
+    caf::anon_send(tmux, tmux_lines{});
+    sched->run();
+  }
 
   fixture() {
     char tmpl[] = "/tmp/shellctl-registry-XXXXXX";

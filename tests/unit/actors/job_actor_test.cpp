@@ -186,6 +186,15 @@ TEST_CASE("PTY: a sanitizer that closes output.log without a marker fails the jo
   }
 }
 
+// The job's row as a status request shows it.
+store::job_row status_of(fixture& f, const started_job& j) {
+  asked<job_status_view> seen;
+  ask(f, status_request{j.id}, seen);
+  f.sched->run();
+  REQUIRE(seen.reply);
+  return seen.reply->row;
+}
+
 TEST_CASE("PTY start whose pipe never gets ready fails at its timeout, and its session goes") {
   recovered_fixture f;
   asked<job_result> run;
@@ -194,18 +203,19 @@ TEST_CASE("PTY start whose pipe never gets ready fails at its timeout, and its s
   auto j = only_job(f);
   CHECK_FALSE(run.answered());
   const auto before = f.seen.tmux_lines.size();
-  f.sched->advance_time(std::chrono::seconds(11));
+  // The run's timeout (0 s) and its 3 s of grace pass: it answers with the job as it
+  // stands, not done, so its client waits on it by id.
+  f.sched->advance_time(std::chrono::seconds(4));
   f.sched->run();
   REQUIRE(run.reply);
-  CHECK(run.reply->row.status == store::job_status::failed);
-  CHECK(run.reply->row.reason == std::optional<std::string>("start_failed"));
-  // Two bounds end at the same time here (the handshake's and the whole start's): either
-  // may be the one that says so.
-  REQUIRE(run.reply->row.message);
-  const auto& why = *run.reply->row.message;
-  CAPTURE(why);
-  CHECK((why == "timed out waiting for pipe ready (10s)" ||
-         why.rfind("the job did not start within 10 s", 0) == 0));
+  CHECK(run.reply->row.status == store::job_status::starting);
+  CHECK(run.reply->window.text == "");
+  f.sched->advance_time(std::chrono::seconds(7));
+  f.sched->run();
+  const auto row = status_of(f, j);
+  CHECK(row.status == store::job_status::failed);
+  CHECK(row.reason == std::optional<std::string>("start_failed"));
+  CHECK(row.message == std::optional<std::string>("timed out waiting for pipe ready (10s)"));
   CHECK(f.seen.count("kill-session", before) >= 1);
   CHECK_FALSE(fs::exists(j.dir + "/start-gate"));  // the script never ran
 
@@ -214,6 +224,54 @@ TEST_CASE("PTY start whose pipe never gets ready fails at its timeout, and its s
   files_appear(f, j, {".pipe-ready"});
   f.sched->run();
   CHECK_FALSE(fs::exists(j.dir + "/start-gate"));
+}
+
+TEST_CASE("a start past 10 s goes on while tmux answers (busy), and fails once tmux is silent (stuck)") {
+  recovered_fixture f;
+  f.seen.hold_tmux = true;  // new-session is sent, its answer comes when released
+  asked<job_result> run;
+  ask(f, pty_run(30), run);
+  f.sched->run();
+  auto j = only_job(f);
+  REQUIRE(f.seen.held_tmux.size() == 1);
+
+  SUBCASE("busy: every look finds tmux answering; its answer at 25 s starts it") {
+    f.sched->advance_time(std::chrono::seconds(25));
+    f.sched->run();
+    CHECK_FALSE(run.answered());
+    CHECK(status_of(f, j).status == store::job_status::starting);
+    f.release_tmux();
+    write(j, ".pipe-ready");
+    files_appear(f, j, {".pipe-ready"});
+    f.sched->run();
+    CHECK(fs::exists(j.dir + "/start-gate"));
+    CHECK(status_of(f, j).status == store::job_status::running);
+    // The run waits for the job within its 30 s, counted from its arrival: at 30 s it
+    // answers, running, although the start took 25 of them.
+    CHECK_FALSE(run.answered());
+    f.sched->advance_time(std::chrono::milliseconds(4900));
+    f.sched->run();
+    CHECK_FALSE(run.answered());
+    f.sched->advance_time(std::chrono::milliseconds(200));
+    f.sched->run();
+    REQUIRE(run.reply);
+    CHECK(run.reply->row.status == store::job_status::running);
+  }
+  SUBCASE("stuck: tmux has owed an answer for 5 s in silence; the start fails, its run hears") {
+    f.seen.tmux_silent_ms = 5000;
+    f.sched->advance_time(std::chrono::seconds(10));
+    f.sched->run();
+    REQUIRE(run.reply);
+    CHECK(run.reply->row.status == store::job_status::failed);
+    CHECK(run.reply->row.reason == std::optional<std::string>("start_failed"));
+    CHECK(run.reply->row.message ==
+          std::optional<std::string>("the job did not start: tmux stopped answering"));
+    // tmux answers late: the session it made is removed; the script never runs.
+    const auto before = f.seen.tmux_lines.size();
+    f.release_tmux();
+    CHECK(f.seen.count("kill-session", before) >= 1);
+    CHECK_FALSE(fs::exists(j.dir + "/start-gate"));
+  }
 }
 
 TEST_CASE("PTY start: an inactive pipe, or a pane that dies before the handshake, fails it") {
