@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <system_error>
 #include <charconv>
 #include <cstring>
 #include <random>
@@ -911,6 +912,16 @@ void begin_run(self_ptr self) {
     if (!spec.home_view.empty() &&
         !io::fs::link_into_home_view(spec.home_view, st.row.job_id, st.output_abs, why))
       warn(self, "home view: " + why);
+  } catch (const std::system_error& e) {
+    // The state dir's disk is full or failing: a passing condition of the machine (503,
+    // as when the database cannot be written), not a fault of this server.
+    const int code = e.code().value();
+    const bool disk = code == ENOSPC || code == EDQUOT || code == EIO || code == EROFS;
+    remove_job_files(self);
+    st.run->reply.fail(disk ? job_errc::storage_unavailable : job_errc::internal_error, e.what());
+    st.run.reset();
+    abandon(self);
+    return;
   } catch (const std::exception& e) {
     remove_job_files(self);
     st.run->reply.fail(job_errc::internal_error, e.what());
@@ -1549,7 +1560,7 @@ job_actor_type::behavior_type job_actor(job_actor_type::stateful_pointer<job_sta
       },
       [self](answer_deadline& m) {
         auto& st = self->state;
-        // The run heard it will be failed (its row not stored by its timeout plus 5 s):
+        // The run heard it will be failed (its row not stored by its timeout plus 7 s):
         // so it is.
         if (m.guard_id == st.start_guard && st.guarded_answers.count(m.guard_id) &&
             starting(self) && !st.start_failed)

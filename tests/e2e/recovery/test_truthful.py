@@ -3,6 +3,7 @@ fault-injection pass against the landed build, reproduced. A job's status must s
 happened, however the machine misbehaves, and every request gets an answer in time.
 """
 import os
+import re
 import resource
 import signal
 import socket
@@ -131,6 +132,32 @@ class FullDiskTruthTest(TmpfsCase):
         res, _ = s.wait_done(jobs["stdio"])
         self.assertEqual(db_rows(state)[jobs["stdio"]][0], res["status"])
         self.assertFalse(os.path.exists(os.path.join(state, "jobs", jobs["pty"])))
+        self.assertEqual(s.run_to_completion("echo back")[1], "back\n")
+
+
+    def test_run_on_a_full_disk(self):
+        """A run while the state dir's disk is full: its files cannot be written, so it is
+        answered at once with 503 storage_unavailable (a passing condition, not a fault of
+        the server), and nothing half-made stays: no row, no job dir, no session."""
+        state = os.path.join(self.mnt, "state")
+        s = self.server = Server(state_dir=state)
+        s.run_to_completion("echo warm")
+        rows_before = set(db_rows(state))
+        dirs_before = set(os.listdir(os.path.join(state, "jobs")))
+        fillers = self.fill()
+        try:
+            st, _, body = s.request("POST", "/v1/jobs/run",
+                                    {"script": "echo never", "timeout": 1}, timeout=30)
+            self.assertEqual((st, body["error"]["code"]), (503, "storage_unavailable"), body)
+            self.assertIn("No space left on device", body["error"]["message"])
+        finally:
+            for f in fillers:
+                os.unlink(f)
+        self.assertEqual(set(db_rows(state)), rows_before)
+        wait_until(lambda: set(os.listdir(os.path.join(state, "jobs"))) == dirs_before, 10, 0.1,
+                   "the half-made job dir to be removed")
+        job_sessions = {x for x in s.tmux_sessions() if re.fullmatch(r"shellctl-[0-9a-f]{16}", x)}
+        self.assertEqual(job_sessions - {f"shellctl-{j}" for j in rows_before}, set())
         self.assertEqual(s.run_to_completion("echo back")[1], "back\n")
 
 
