@@ -66,6 +66,24 @@ TEST_CASE("timeout: a quiet job is answered at the deadline, with a wake-up sche
   CHECK(r.answered.at("w") == poll_verdict::timeout);
 }
 
+TEST_CASE("a run's timeout counts from its arrival: a slow start takes its share") {
+  set_type s;
+  run r;
+  // Arrived at t0 with 5 s; its start took 3 s: 2 s are left, and the idle flush counts
+  // from now (no output has been seen yet, so none is due).
+  s.add(params(0, 5), "run", 0, t0 + 3s, t0);
+  r.evaluate(s, false, 0, t0 + 3s);
+  REQUIRE(r.wakes.size() == 1);
+  CHECK(r.wakes.begin()->second == t0 + 5s);
+  s.ticked(r.wakes.begin()->first);
+  r.evaluate(s, false, 0, t0 + 5s);
+  CHECK(r.answered.at("run") == poll_verdict::timeout);
+  // A start that outlasted the whole timeout: answered at once, with what there is.
+  s.add(params(0, 5), "late", 0, t0 + 6s, t0);
+  r.evaluate(s, false, 0, t0 + 6s);
+  CHECK(r.answered.at("late") == poll_verdict::timeout);
+}
+
 TEST_CASE("a zero timeout checks once") {
   set_type s;
   run r;
