@@ -608,15 +608,15 @@ void answer_run_in_progress(self_ptr self) {
   st.run->reply.ok(result_window(self, io::text::output_window{"", 0, false}));
 }
 
-// The start is stuck: tmux said nothing for a while although commands are owed, or the
-// store keeps failing. It is failed as soon as no store write is under way (that write's
+// The start is stuck: tmux said nothing for a while although commands are owed, the
+// store keeps failing, or its row is not even stored when its run must answer. It is failed as soon as no store write is under way (that write's
 // completion meets start_cut_short); its run, if still unanswered, hears within 5 s either
 // way (the failed job, or a 503 saying it will be failed).
 void abandon_start(self_ptr self) {
   auto& st = self->state;
   if (st.start_abandoned) return;
   st.start_abandoned = true;
-  if (st.run && st.run->reply.pending() && !st.start_guard)
+  if (st.run && st.run->reply.pending())
     st.start_guard = guard_answer(self, st.run->reply, std::chrono::seconds(5),
                                   "the job is not started: it will be recorded as failed "
                                   "(start_failed)");
@@ -945,7 +945,6 @@ void begin_run(self_ptr self) {
       st.row_stored = true;
     }
     if (r.ok && r.changed && start_cut_short(self)) return;
-    if (r.ok && r.changed && st.run_overdue) answer_run_in_progress(self);
     if (!r.ok || !r.changed) {
       remove_job_files(self);
       if (r.ok && !r.refused.empty())
@@ -1558,15 +1557,7 @@ job_actor_type::behavior_type job_actor(job_actor_type::stateful_pointer<job_sta
         self->state.remove_retry = nullptr;
         if (retry) retry();
       },
-      [self](answer_deadline& m) {
-        auto& st = self->state;
-        // The run heard it will be failed (its row not stored by its timeout plus 7 s):
-        // so it is.
-        if (m.guard_id == st.start_guard && st.guarded_answers.count(m.guard_id) &&
-            starting(self) && !st.start_failed)
-          abandon_start(self);
-        answer_guard_expired(self, m.guard_id);
-      },
+      [self](answer_deadline& m) { answer_guard_expired(self, m.guard_id); },
       [self](start_deadline&) {
         auto& st = self->state;
         if (!starting(self) || st.start_failed || st.start_abandoned) return;  // started, or failed
@@ -1591,17 +1582,13 @@ job_actor_type::behavior_type job_actor(job_actor_type::stateful_pointer<job_sta
       [self](run_deadline&) {
         auto& st = self->state;
         if (!st.run || !st.run->reply.pending() || !starting(self)) return;
-        st.run_overdue = true;
         if (st.row_stored) {
           answer_run_in_progress(self);
           return;
         }
-        // Not even the row is stored (the store is slow or failing): the client hears
-        // within 4 s more, then the start is failed (answer_deadline).
-        if (!st.start_guard)
-          st.start_guard = guard_answer(self, st.run->reply, std::chrono::seconds(4),
-                                        "the job is not started: it will be recorded as "
-                                        "failed (start_failed)");
+        // Not even its row is stored by now: the store is stuck, and the start is given up
+        // (its run hears within 5 s: the failed job, or a 503 saying it will be failed).
+        abandon_start(self);
       },
       [self](output_final_deadline&) {
         // The finalizer never marked the pipe's end (killed with a tmux server, say): the

@@ -96,8 +96,7 @@ struct job_state {
   // and its run answered; one that is only slow (queued behind other starts on a busy
   // machine) goes on, and its run is answered at its own timeout with the job as it stands.
   bool start_abandoned = false;
-  bool row_stored = false;   // the insert answered: the job id can be handed out
-  bool run_overdue = false;  // the run's timeout passed before its start completed
+  bool row_stored = false;  // the insert answered: the job id can be handed out
   bool start_failed = false;  // fail_start ran: later failures only clean up
   // Answers that wait on tmux or the store: each gets a 503 at its deadline unless the
   // step it waits on completed first (answer_deadline).
