@@ -1,19 +1,33 @@
 #include "actors/file_op.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 
-#include "io/fs/file_ops.hpp"
+#include "io/fs/files.hpp"
+#include "io/fs/sha256.hpp"
+#include "io/home/frames.hpp"
+#include "io/home/wire.hpp"
 
 namespace shellctl::actors {
 namespace {
 
+using clock_type = std::chrono::steady_clock;
 using io::fs::file_errc;
 
 // A download's bytes handed to the connection and not yet written: enough to keep loopback
 // busy, little enough that a reader who stops costs the server at most this much.
 constexpr std::uint64_t max_in_flight = 4u << 20;
 constexpr std::size_t chunk_bytes = 256u << 10;
+// How long a channel may take to be handed out, and the worker to answer one request (a
+// recursive delete of a large tree is the slowest): past it the request fails, and the
+// channel (with whatever the worker still does) is dropped.
+constexpr auto channel_bound = std::chrono::seconds(30);
+constexpr auto answer_bound = std::chrono::seconds(120);
 
 job_errc errc_of(file_errc c) {
   switch (c) {
@@ -29,13 +43,13 @@ job_errc errc_of(file_errc c) {
   return job_errc::file_io_failed;
 }
 
+[[noreturn]] void fail(job_errc c, const std::string& message) { throw caf::error(make_job_error(c, message)); }
+
 // The operation's answer: its value, or the domain error of what it threw.
 template <class F>
 auto answered(F run) -> caf::result<decltype(run())> {
   try {
     return run();
-  } catch (const io::fs::file_failure& e) {
-    return make_job_error(errc_of(e.code), e.what());
   } catch (caf::error& e) {
     return std::move(e);
   } catch (const std::exception& e) {
@@ -43,45 +57,122 @@ auto answered(F run) -> caf::result<decltype(run())> {
   }
 }
 
+// One conversation with the confined file worker.
+class worker_channel {
+ public:
+  worker_channel(caf::blocking_actor* self, const file_settings& cfg) {
+    self->request(cfg.worker, channel_bound, file_channel_request{})
+        .receive([&](file_channel& ch) { socket_ = std::move(ch.socket); },
+                 [&](caf::error& e) { error_ = std::move(e); });
+    if (error_) throw caf::error(std::move(error_));
+    if (!socket_ || !*socket_) fail(job_errc::file_io_failed, "the confined file worker gave no channel");
+  }
+
+  // Sends `req` and returns the worker's reply (an error reply is thrown as its domain
+  // error); the descriptor that came with it, if any, goes to `fd`.
+  io::home::reply ask(const io::home::request& req, io::fs::unique_fd* fd = nullptr) {
+    const auto until = clock_type::now() + answer_bound;
+    if (!io::home::send_frame(socket_->get(), io::home::encode(req), -1, until))
+      fail(job_errc::file_io_failed, std::string("the confined file worker: ") + std::strerror(errno));
+    std::string payload;
+    int passed = -1;
+    const auto r = io::home::recv_frame(socket_->get(), payload, &passed, until);
+    io::fs::unique_fd held(passed);
+    if (r != io::home::recv_result::frame)
+      fail(job_errc::file_io_failed, r == io::home::recv_result::timeout
+                                         ? "the confined file worker did not answer in time"
+                                         : "the confined file worker went away");
+    auto rep = io::home::decode_reply(payload);
+    if (!rep) fail(job_errc::file_io_failed, "the confined file worker's answer is malformed");
+    if (rep->st != io::home::status::ok) {
+      if (rep->st == io::home::status::malformed || rep->st == io::home::status::failed)
+        fail(job_errc::file_io_failed, rep->message);
+      fail(errc_of(io::home::file_errc_of(rep->st)), rep->message);
+    }
+    if (fd != nullptr) *fd = std::move(held);
+    return std::move(*rep);
+  }
+
+ private:
+  std::shared_ptr<io::fs::unique_fd> socket_;
+  caf::error error_;
+};
+
+io::home::request make(io::home::op kind, std::string path) {
+  io::home::request r;
+  r.kind = kind;
+  r.path = std::move(path);
+  return r;
+}
+
+// The worker is confined like a job, so what it hands over is checked like input: a
+// download's descriptor must be a regular file open for reading, an upload's a regular
+// file open for writing.
+void check_passed(const io::fs::unique_fd& fd, bool for_writing) {
+  struct stat st {};
+  const int flags = fd ? ::fcntl(fd.get(), F_GETFL) : -1;
+  const int mode = flags & O_ACCMODE;
+  const bool ok = fd && ::fstat(fd.get(), &st) == 0 && S_ISREG(st.st_mode) && flags >= 0 &&
+                  (for_writing ? (mode == O_WRONLY || mode == O_RDWR) : (mode == O_RDONLY || mode == O_RDWR));
+  if (!ok) fail(job_errc::file_io_failed, "the confined file worker handed over something other than a file");
+}
+
 // Sends [offset, offset + length) of the open file through the stream the edge started.
 // The end is clean only when every byte went: a file cut short meanwhile, a reader that
 // went away or stalled, or a read error cut the connection (its Content-Length is then
 // visibly unmet).
-void send_range(caf::blocking_actor* self, const file_settings& cfg, io::fs::file_reader& file,
-                const file_send& s) {
+void send_range(caf::blocking_actor* self, const file_settings& cfg, int file, const file_send& s) {
   const io::http::responder& out = s.out;
   std::uint64_t sent = 0;
   std::uint64_t offset = s.offset;
   std::uint64_t left = s.length;
-  try {
-    while (left > 0) {
-      while (sent - out.stream_acked() > max_in_flight) {
-        if (!out.connected()) return out.abort();
-        bool stalled = false;
-        self->receive([](stream_drained&) {}, caf::after(cfg.idle) >> [&] { stalled = true; });
-        if (stalled) return out.abort();
-      }
-      // Wake-ups that came while nothing waited: one is taken per chunk, so none pile up.
-      self->receive([](stream_drained&) {}, caf::after(std::chrono::seconds(0)) >> [] {});
-      if (!out.connected()) return out.abort();  // gone, or a HEAD request (head only)
-      std::string chunk(static_cast<std::size_t>(std::min<std::uint64_t>(left, chunk_bytes)), '\0');
-      const std::size_t n = file.read_at(offset, chunk.data(), chunk.size());
-      if (n == 0) return out.abort();  // the file shrank under us
-      chunk.resize(n);
-      out.send_chunk(std::move(chunk));
-      sent += n;
-      offset += n;
-      left -= n;
+  while (left > 0) {
+    while (sent - out.stream_acked() > max_in_flight) {
+      if (!out.connected()) return out.abort();
+      bool stalled = false;
+      self->receive([](stream_drained&) {}, caf::after(cfg.idle) >> [&] { stalled = true; });
+      if (stalled) return out.abort();
     }
-  } catch (const std::exception&) {
-    return out.abort();
+    // Wake-ups that came while nothing waited: one is taken per chunk, so none pile up.
+    self->receive([](stream_drained&) {}, caf::after(std::chrono::seconds(0)) >> [] {});
+    if (!out.connected()) return out.abort();  // gone, or a HEAD request (head only)
+    std::string chunk(static_cast<std::size_t>(std::min<std::uint64_t>(left, chunk_bytes)), '\0');
+    ssize_t n;
+    do {
+      n = ::pread(file, chunk.data(), chunk.size(), static_cast<off_t>(offset));
+    } while (n < 0 && errno == EINTR);
+    if (n <= 0) return out.abort();  // the file shrank under us, or cannot be read
+    chunk.resize(static_cast<std::size_t>(n));
+    out.send_chunk(std::move(chunk));
+    sent += static_cast<std::uint64_t>(n);
+    offset += static_cast<std::uint64_t>(n);
+    left -= static_cast<std::uint64_t>(n);
   }
   out.end_stream({});
 }
 
-// The upload's body, piece by piece as it arrives, into the temporary file.
+// The upload's body, piece by piece as it arrives, into the worker's temporary file.
+class upload_sink {
+ public:
+  upload_sink(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
+  void write(std::string_view data) {
+    if (!io::fs::write_all(fd_, data.data(), data.size()))
+      fail(job_errc::file_io_failed, "upload " + path_ + ": " + std::strerror(errno));
+    digest_.update(data);
+    size_ += data.size();
+  }
+  std::uint64_t size() const { return size_; }
+  std::string sha256_hex() { return digest_.hex(); }
+
+ private:
+  int fd_;
+  std::string path_;
+  io::fs::sha256 digest_;
+  std::uint64_t size_ = 0;
+};
+
 void receive_body(caf::blocking_actor* self, const file_settings& cfg, file_write_request& req,
-                  io::fs::file_upload& up) {
+                  upload_sink& up) {
   if (!req.streamed) {
     up.write(req.body);
     return;
@@ -93,12 +184,9 @@ void receive_body(caf::blocking_actor* self, const file_settings& cfg, file_writ
     bool idle = false;
     self->receive([&](body_arrived& m) { piece = std::move(m.piece); },
                   caf::after(cfg.idle) >> [&] { idle = true; });
-    if (idle)
-      throw caf::error(make_job_error(job_errc::invalid_request,
-                                      "the upload's body stopped arriving; the old file is kept"));
+    if (idle) fail(job_errc::invalid_request, "the upload's body stopped arriving; the old file is kept");
     if (piece.failed)
-      throw caf::error(make_job_error(job_errc::invalid_request,
-                                      "the upload's body was cut (" + piece.error + "); the old file is kept"));
+      fail(job_errc::invalid_request, "the upload's body was cut (" + piece.error + "); the old file is kept");
     // The next piece is asked for before this one is written: the connection reads it
     // while the disk writes (one piece held here, at most one window buffered there).
     if (!piece.end) req.in.more_body();
@@ -107,48 +195,92 @@ void receive_body(caf::blocking_actor* self, const file_settings& cfg, file_writ
   }
 }
 
+file_written upload(caf::blocking_actor* self, const file_settings& cfg, file_write_request& r) {
+  worker_channel ch(self, cfg);
+  auto ask = make(io::home::op::open_write, r.path);
+  ask.mode = r.mode;
+  ask.flag = r.parents;
+  io::fs::unique_fd temp;
+  const auto opened = ch.ask(ask, &temp);
+  check_passed(temp, true);
+  upload_sink sink(temp.get(), opened.path);
+  receive_body(self, cfg, r, sink);
+  temp.reset();  // the worker syncs and renames its own descriptor of the same file
+  const auto done = ch.ask(make(io::home::op::commit, r.path));
+  if (done.meta.size != sink.size())
+    fail(job_errc::file_io_failed, "upload " + opened.path + ": the file holds " +
+                                       std::to_string(done.meta.size) + " bytes, " +
+                                       std::to_string(sink.size()) + " were sent");
+  return file_written{done.path, sink.size(), sink.sha256_hex()};
+}
+
 }  // namespace
 
 void file_op(caf::blocking_actor* self, file_settings cfg) {
-  const io::fs::file_roots& roots = *cfg.roots;
-  std::unique_ptr<io::fs::file_reader> reader;
+  io::fs::unique_fd reading;  // a download's open file
   // One request, answered; a download then waits for the edge's go-ahead.
   self->receive(
       [&](file_stat_request& r) -> caf::result<file_stat> {
-        return answered([&] { return io::fs::stat_path(roots, r.path); });
+        return answered([&] {
+          const auto rep = worker_channel(self, cfg).ask(make(io::home::op::stat, r.path));
+          return file_stat{rep.path, rep.meta};
+        });
       },
       [&](file_list_request& r) -> caf::result<file_listing> {
-        return answered([&] { return io::fs::list_dir(roots, r.path, r.limit); });
+        return answered([&] {
+          auto ask = make(io::home::op::list, r.path);
+          ask.limit = r.limit;
+          auto rep = worker_channel(self, cfg).ask(ask);
+          file_listing l;
+          l.path = std::move(rep.path);
+          l.entries = std::move(rep.entries);
+          l.truncated = rep.truncated;
+          return l;
+        });
       },
       [&](file_mkdir_request& r) -> caf::result<file_done> {
-        return answered([&] { return file_done{io::fs::make_directory(roots, r.path, r.parents, r.mode)}; });
+        return answered([&] {
+          auto ask = make(io::home::op::mkdir, r.path);
+          ask.flag = r.parents;
+          ask.mode = r.mode;
+          return file_done{worker_channel(self, cfg).ask(ask).path};
+        });
       },
       [&](file_delete_request& r) -> caf::result<file_done> {
-        return answered([&] { return file_done{io::fs::remove_path(roots, r.path, r.recursive), true}; });
+        return answered([&] {
+          auto ask = make(io::home::op::remove, r.path);
+          ask.flag = r.recursive;
+          return file_done{worker_channel(self, cfg).ask(ask).path, true};
+        });
       },
       [&](file_move_request& r) -> caf::result<file_done> {
-        return answered([&] { return file_done{io::fs::move_path(roots, r.from, r.to, r.overwrite)}; });
+        return answered([&] {
+          auto ask = make(io::home::op::move, r.from);
+          ask.to = r.to;
+          ask.flag = r.overwrite;
+          return file_done{worker_channel(self, cfg).ask(ask).path};
+        });
       },
       [&](file_read_request& r) -> caf::result<file_opened> {
         return answered([&] {
-          reader = std::make_unique<io::fs::file_reader>(roots, r.path);
-          return file_opened{reader->path(), reader->meta()};
+          auto rep = worker_channel(self, cfg).ask(make(io::home::op::open_read, r.path), &reading);
+          check_passed(reading, false);
+          // The size as the server's descriptor has it: the head promises exactly this.
+          struct stat st {};
+          ::fstat(reading.get(), &st);
+          rep.meta.size = static_cast<std::uint64_t>(st.st_size);
+          return file_opened{rep.path, rep.meta};
         });
       },
       [&](file_write_request& r) -> caf::result<file_written> {
-        return answered([&] {
-          io::fs::file_upload up(roots, r.path, r.mode, r.parents);
-          receive_body(self, cfg, r, up);
-          auto c = up.commit();
-          return file_written{std::move(c.path), c.size, std::move(c.sha256_hex)};
-        });
+        return answered([&] { return upload(self, cfg, r); });
       });
-  if (!reader) return;
+  if (!reading) return;
   // The edge answers the head (or a refusal such as 416) and tells this op to go on; an
   // edge that never does (it went away) leaves the descriptor open for `idle` at most.
   self->receive(
       [&](file_send& s) {
-        if (s.send) send_range(self, cfg, *reader, s);
+        if (s.send) send_range(self, cfg, reading.get(), s);
       },
       caf::after(cfg.idle) >> [] {});
 }

@@ -1,9 +1,11 @@
 #pragma once
 // file_op: one file API request (extensions.md §E1) on a thread of its own, spawned
-// detached by the api_edge for that request: every file operation blocks on the disk and
-// must never hold a scheduler thread or the loop thread. It owns the request's descriptors
-// (the open file of a download, the temporary file of an upload), answers with a domain
-// value or error, and ends.
+// detached by the api_edge for that request. It never touches Home or a granted tree
+// itself: it asks home_files for a channel to the confined file worker (io/home/helper.hpp)
+// and sends the request there. What comes back is a domain value or error, and for a
+// download or an upload an open descriptor: the file the worker opened for reading, or the
+// temporary file it created for the upload. The op streams the bytes from or into that
+// descriptor, then (an upload) asks the worker to rename it over the target.
 //
 // Transfers are flow-controlled by messages, as a snapshot is: a download sends a chunk and,
 // with more than its in-flight bound unwritten, waits for `stream_drained`; an upload asks
@@ -15,16 +17,13 @@
 #include <caf/all.hpp>
 
 #include <chrono>
-#include <memory>
 
 #include "actors/interfaces.hpp"
-#include "io/fs/file_roots.hpp"
 
 namespace shellctl::actors {
 
 struct file_settings {
-  // Immutable after startup (the roots' descriptors are only read): shared by every op.
-  std::shared_ptr<const io::fs::file_roots> roots;
+  home_files_actor worker;  // hands out channels to the confined file worker
   std::chrono::milliseconds idle{60000};
 };
 

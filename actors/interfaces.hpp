@@ -128,6 +128,13 @@ using snapshot_gate_actor = caf::typed_actor<
     replies_to<snapshot_restore_request>::with<snapshot_restored>, // or snapshot_busy, ...
     reacts_to<shutdown_jobs>>;
 
+// home_files: the confined file worker (io/home/helper.hpp), one process for the server's
+// Home and granted trees; each file_op gets a channel of its own to it. Started when first
+// asked for, started again when it is found gone.
+using home_files_actor = caf::typed_actor<
+    replies_to<file_channel_request>::with<file_channel>,  // or file_io_failed: why not
+    reacts_to<shutdown_jobs>>;
+
 // api_edge: HTTP requests in, domain requests out, domain answers back to HTTP.
 using api_edge_actor = caf::typed_actor<reacts_to<http_call>,
                                         reacts_to<edge_sweep>,  // internal: its timer

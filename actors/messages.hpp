@@ -14,6 +14,7 @@
 #include <caf/all.hpp>
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -28,6 +29,7 @@
 #include "actors/metrics_model.hpp"
 #include "actors/routes.hpp"
 #include "io/fs/inotify_source.hpp"
+#include "io/fs/unique_fd.hpp"
 #include "io/http/server.hpp"
 #include "io/log/log_line.hpp"
 #include "io/store/jobs_db.hpp"
@@ -111,6 +113,14 @@ struct file_write_request {
   io::http::responder in;
   bool streamed = false;  // false: the body is `body`
   std::string body;
+};
+
+// ---------------------------------------------------------------- file_op → home_files
+// A channel to the confined file worker (actors/home_files.hpp): a Unix socket of its own,
+// on which the op sends its requests (io/home/wire.hpp) one at a time, and closes when done.
+struct file_channel_request {};
+struct file_channel {
+  std::shared_ptr<io::fs::unique_fd> socket;
 };
 
 // ---------------------------------------------------------------- api_edge → registry → job
@@ -476,6 +486,8 @@ struct retire {};
 
 // Local messages only: they never cross a process boundary, so CAF needs no serializer.
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::http_call)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::file_channel_request)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::file_channel)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::edge_sweep)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::snapshot_save_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::snapshot_restore_request)

@@ -20,6 +20,7 @@
 #include "actors/cleanup_worker.hpp"
 #include "actors/event_log.hpp"
 #include "actors/fs_watcher.hpp"
+#include "actors/home_files.hpp"
 #include "actors/job_registry.hpp"
 #include "actors/job_store.hpp"
 #include "actors/metrics_registry.hpp"
@@ -108,6 +109,35 @@ std::string find_helper(const std::string& name, bool bare_fallback) {
   const std::string installed = std::string(SHELLCTL_HELPER_DIR) + "/" + name;
   if (executable(installed)) return installed;
   return bare_fallback ? name : std::string();
+}
+
+// How the confined Home helper is started (io/home/helper.hpp): it is confined as a job of
+// the server's HOME is, so it gets the jobs' settings: the system trees read-only (the
+// policy's, with path isolation off the defaults), namespaces where jobs have them,
+// Landlock required where jobs require it. The file worker also gets the granted trees
+// (SHELLCTL_LANDLOCK_RW_PATHS), the file API's other roots.
+home_helper_settings home_helper_for(const io::config::serve_config& cfg,
+                                     const io::sandbox::namespace_probe& probe, const job_settings& js) {
+  auto get = [&cfg](const char* name) -> const char* {
+    for (const auto& [k, v] : cfg.isolation_env)
+      if (k == name) return v.c_str();
+    return nullptr;
+  };
+  const io::sandbox::path_policy policy =
+      cfg.isolation ? io::sandbox::policy_from_env(get) : io::sandbox::default_policy();
+  home_helper_settings h;
+  h.binary = find_helper("shellctl-home", false);
+  h.state_dir = js.state_dir;
+  h.args = {"--state-dir", js.state_dir_canonical, "--root-mount", js.runtime_dir + "/home-root"};
+  for (const auto& d : policy.ro_dirs) {
+    if (d == "/proc" || d.rfind("/proc/", 0) == 0 || d == "/dev" || d.rfind("/dev/", 0) == 0) continue;
+    h.args.insert(h.args.end(), {"--ro", d});
+  }
+  if (!(cfg.namespaces && probe.available)) h.args.push_back("--no-namespaces");
+  if (!cfg.isolation) h.args.push_back("--landlock-optional");
+  if (const char* rw = get("SHELLCTL_LANDLOCK_RW_PATHS"))
+    for (const auto& p : io::sandbox::split_path_list(rw)) h.file_args.insert(h.file_args.end(), {"--file-root", p});
+  return h;
 }
 
 // What jobs will run in, probed once so that an operator learns it at startup rather than
@@ -216,7 +246,8 @@ int serve(const io::config::serve_config& cfg, const io::sandbox::namespace_prob
   std::shared_ptr<io::store::jobs_db> db;
   std::shared_ptr<io::native::worker_budget> budget;  // a worker's admissions (§4.5)
   try {
-    for (auto& d : {js.state_dir, js.runtime_dir, js.state_dir + "/jobs", js.runtime_dir + "/bin"}) {
+    for (auto& d : {js.state_dir, js.runtime_dir, js.state_dir + "/jobs", js.runtime_dir + "/bin",
+                    js.runtime_dir + "/home-root"}) {
       io::fs::make_dirs(d, 0700);
     }
     db = std::make_shared<io::store::jobs_db>(js.state_dir + "/shellctl.db",
@@ -255,17 +286,18 @@ int serve(const io::config::serve_config& cfg, const io::sandbox::namespace_prob
   // One edge per scheduler thread: decoding bodies and encoding answers (output windows of
   // up to 512 KiB) then runs in parallel; the edges hold no state, so any request may go to
   // any of them (the front deals them out in turn).
-  // Home snapshots: the server's own $HOME (snapshot.md §3: never a guessed path).
+  // Home operations (snapshots, the file API) run in the confined helper, never in the
+  // server (io/home/helper.hpp): how to start it.
   const char* home_env = std::getenv("HOME");
+  const home_helper_settings helper = home_helper_for(cfg, probe, js);
+  // Home snapshots: the server's own $HOME (snapshot.md §3: never a guessed path).
   auto gate = sys.spawn(snapshot_gate,
-                        snapshot_settings{home_env ? home_env : "", cfg.snapshot_timeout}, metrics);
-  // The file API's roots (E1): the server's $HOME and the job-writable trees, opened once;
-  // never the state dir.
-  std::vector<std::string> rw_paths;
-  for (const auto& [name, value] : cfg.isolation_env)
-    if (name == "SHELLCTL_LANDLOCK_RW_PATHS") rw_paths = io::sandbox::split_path_list(value);
+                        snapshot_settings{home_env ? home_env : "", cfg.snapshot_timeout, helper}, metrics);
+  // The file API (E1): the server's $HOME and the job-writable trees, served by the
+  // confined file worker; never the state dir.
+  auto home_worker = sys.spawn<caf::detached>(home_files, home_files_settings{home_env ? home_env : "", helper});
   file_settings files;
-  files.roots = std::make_shared<const io::fs::file_roots>(home_env ? home_env : "", rw_paths, js.state_dir);
+  files.worker = home_worker;
   std::vector<api_edge_actor> edges;
   for (std::size_t i = 0; i < std::max<std::size_t>(1, sys.scheduler().num_workers()); ++i)
     edges.push_back(sys.spawn(api_edge, registry, gate, metrics, cfg.snapshot_timeout, files));
@@ -279,6 +311,7 @@ int serve(const io::config::serve_config& cfg, const io::sandbox::namespace_prob
     proxy_stop = -1;
     for (auto& e : edges) caf::anon_send(e, shutdown_jobs{});
     caf::anon_send(gate, shutdown_jobs{});
+    caf::anon_send(home_worker, shutdown_jobs{});
     caf::anon_send(gc, shutdown_jobs{});
     caf::anon_send(registry, shutdown_jobs{});
     caf::anon_send(watcher, shutdown_jobs{});

@@ -53,9 +53,22 @@ struct job_settings {
 
 // Home snapshots (snapshot.md §2): the Home they save and restore (the server's $HOME as
 // found at startup; checked again by each operation) and the total deadline of one.
+// How the server starts its confined Home helper, shellctl-home (io/home/helper.hpp), for
+// every operation on Home: the binary, the arguments every role shares after the role and
+// its --home (the state dir, the world's root mount, the system trees, the confinement's
+// options) and the file worker's own (its roots). The state dir is walked for the files
+// that have other names (io/home/state_identity.hpp) before each operation.
+struct home_helper_settings {
+  std::string binary;
+  std::string state_dir;
+  std::vector<std::string> args;
+  std::vector<std::string> file_args;
+};
+
 struct snapshot_settings {
   std::string home;
   std::chrono::nanoseconds timeout = std::chrono::seconds(45);
+  home_helper_settings helper;
 };
 
 struct retention_settings {

@@ -1,14 +1,20 @@
 #include "actors/snapshot_op.hpp"
 
+#include <poll.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 
-#include "io/archive/home_reader.hpp"
-#include "io/archive/home_writer.hpp"
 #include "io/fs/files.hpp"
+#include "io/fs/sha256.hpp"
+#include "io/home/frames.hpp"
+#include "io/home/spawn.hpp"
+#include "io/home/state_identity.hpp"
+#include "io/home/wire.hpp"
 
 namespace shellctl::actors {
 namespace {
@@ -17,9 +23,15 @@ using clock_type = std::chrono::steady_clock;
 
 // Compressed bytes a save may have handed to the connection and not yet seen written.
 constexpr std::uint64_t max_in_flight = 1u << 20;
+// Bytes read from the helper at a time: one chunk of the stream.
+constexpr std::size_t read_bytes = 256u << 10;
+// How often a wait on the helper looks at the client and the deadline.
+constexpr int look_ms = 200;
 
 // snapshot.md §3: $HOME set, stat-able (following symlinks) and a directory; then walked
 // through its real path (open point 1: a symlinked Home is saved, not an empty archive).
+// The server only looks at the path it was given (stat, realpath): everything below it is
+// the confined helper's.
 std::string resolve_home(const std::string& home) {
   if (home.empty()) throw caf::error(make_job_error(job_errc::home_unavailable, "HOME is not set"));
   struct stat st {};
@@ -35,13 +47,83 @@ clock_type::duration left(clock_type::time_point deadline) {
   return std::max(deadline - clock_type::now(), clock_type::duration::zero());
 }
 
-snapshot_saved save(caf::blocking_actor* self, const std::string& home,
+int poll_ms(clock_type::time_point deadline) {
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(left(deadline)).count();
+  return static_cast<int>(std::min<std::int64_t>(ms, look_ms));
+}
+
+// One run of shellctl-home: started with the role's arguments, killed (with its confined
+// process) and reaped whatever happens, so no path of this op leaves it behind.
+class confined_helper {
+ public:
+  confined_helper(const home_helper_settings& cfg, const std::string& role, const std::string& home,
+                  io::home::data_pipe pipe, job_errc failure)
+      : failure_(failure) {
+    std::vector<std::string> args{role, "--home", home};
+    args.insert(args.end(), cfg.args.begin(), cfg.args.end());
+    std::string err;
+    if (!io::home::start_helper(cfg.binary, args, pipe, p_, err))
+      throw caf::error(make_job_error(failure, "start the confined helper: " + err));
+  }
+  ~confined_helper() {
+    io::home::kill_helper(p_);
+    io::home::reap_helper(p_);
+  }
+  confined_helper(const confined_helper&) = delete;
+  confined_helper& operator=(const confined_helper&) = delete;
+
+  int control() const { return p_.control; }
+  int data() const { return p_.data; }
+  void close_data() {
+    if (p_.data >= 0) ::close(p_.data);
+    p_.data = -1;
+  }
+
+  void send(const io::home::request& req, clock_type::time_point deadline) {
+    // A helper that failed to start answers anyway (its reply says why): a lost request is
+    // not an error of its own.
+    io::home::send_frame(p_.control, io::home::encode(req), -1, deadline);
+  }
+
+  // The helper's reply; a helper that ends (or is stopped) without one is the machine's
+  // failure, said with how it ended.
+  io::home::reply answer(clock_type::time_point deadline) {
+    std::string payload;
+    const auto r = io::home::recv_frame(p_.control, payload, nullptr, deadline);
+    if (r == io::home::recv_result::frame) {
+      if (auto rep = io::home::decode_reply(payload)) return *rep;
+      throw caf::error(make_job_error(failure_, "the confined helper's answer is malformed"));
+    }
+    if (r == io::home::recv_result::timeout)
+      throw caf::error(make_job_error(failure_, "snapshot timeout reached"));
+    io::home::kill_helper(p_);
+    const int status = io::home::reap_helper(p_);
+    throw caf::error(make_job_error(failure_, "the confined helper ended without an answer (" +
+                                                  io::home::describe_status(status) + ")"));
+  }
+
+ private:
+  io::home::helper_process p_;
+  job_errc failure_;
+};
+
+snapshot_saved save(caf::blocking_actor* self, const snapshot_settings& cfg, const std::string& home,
                     clock_type::time_point deadline, snapshot_save_request& req) {
   const io::http::responder out = req.out;
   caf::actor me = caf::actor_cast<caf::actor>(self);
+  io::home::request ask;
+  ask.kind = io::home::op::save;
+  ask.excludes = req.excludes;
+  ask.skip = io::home::linked_state_files(cfg.helper.state_dir);
+  confined_helper helper(cfg.helper, "save", home, io::home::data_pipe::from_helper,
+                         job_errc::snapshot_failed);
+  helper.send(ask, deadline);
+
   bool started = false;
-  bool gone = false;
   std::uint64_t sent = 0;
+  io::fs::sha256 digest;
+  std::string why;  // the save was cut: the client went away, or the deadline passed
+  auto gone = [&] { return started && !out.connected(); };
   // The client stopped reading or the deadline passed: the save ends (and is cut).
   auto wait_for_room = [&]() -> bool {
     while (sent - out.stream_acked() > max_in_flight) {
@@ -55,7 +137,7 @@ snapshot_saved save(caf::blocking_actor* self, const std::string& home,
     self->receive([](stream_drained&) {}, caf::after(std::chrono::seconds(0)) >> [] {});
     return true;
   };
-  auto sink = [&](std::string_view chunk) -> bool {
+  auto send_chunk = [&](std::string chunk) -> bool {
     if (!started) {
       // The head goes with the first byte, so an early failure is still a plain 500.
       io::http::response head;
@@ -64,36 +146,62 @@ snapshot_saved save(caf::blocking_actor* self, const std::string& home,
       out.start_stream(std::move(head), [me] { caf::anon_send(me, stream_drained{}); });
       started = true;
     }
-    if (!out.connected()) {
-      gone = true;
-      return false;
-    }
-    out.send_chunk(std::string(chunk));
+    if (!out.connected()) return false;
+    digest.update(chunk);
     sent += chunk.size();
-    if (!wait_for_room()) {
-      gone = true;
-      return false;
-    }
-    return true;
+    out.send_chunk(std::move(chunk));
+    return wait_for_room();
   };
-  auto stop = [&] { return clock_type::now() >= deadline || (started && !out.connected()); };
-  io::archive::snapshot_excludes excludes(req.excludes);
-  auto r = io::archive::write_home_archive(home, excludes, sink, stop);
+  // The archive as the helper writes it, chunk by chunk, until its end (EOF).
+  for (;;) {
+    if (clock_type::now() >= deadline) {
+      why = "snapshot timeout reached";
+      break;
+    }
+    if (gone()) {
+      why = "the client stopped reading";
+      break;
+    }
+    pollfd p{helper.data(), POLLIN, 0};
+    const int n = ::poll(&p, 1, poll_ms(deadline));
+    if (n < 0 && errno != EINTR) {
+      why = std::string("poll: ") + std::strerror(errno);
+      break;
+    }
+    if (n <= 0) continue;
+    std::string chunk(read_bytes, '\0');
+    const ssize_t got = ::read(helper.data(), chunk.data(), chunk.size());
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) {
+      why = std::string("read the archive: ") + std::strerror(errno);
+      break;
+    }
+    if (got == 0) break;  // the archive is complete (or the helper ended): its reply says
+    chunk.resize(static_cast<std::size_t>(got));
+    if (!send_chunk(std::move(chunk))) {
+      why = clock_type::now() >= deadline ? "snapshot timeout reached" : "the client stopped reading";
+      break;
+    }
+  }
   snapshot_saved saved;
   saved.started = started;
-  saved.bytes = r.bytes;
-  if (r.ok) {
-    saved.ok = true;
-    saved.sha256_hex = r.sha256_hex;
-    return saved;
+  saved.bytes = sent;
+  if (why.empty()) {
+    const auto rep = helper.answer(deadline);
+    if (rep.st == io::home::status::ok) {
+      saved.ok = true;
+      saved.sha256_hex = digest.hex();
+      return saved;
+    }
+    why = rep.message.empty() ? "the save failed" : rep.message;
   }
-  saved.error = gone && clock_type::now() >= deadline ? "snapshot timeout reached" : r.error;
+  saved.error = why;
   if (!started) throw caf::error(make_job_error(job_errc::snapshot_failed, saved.error));
   return saved;
 }
 
 // The request body as the restore reads it: pieces asked of the connection one at a time.
-class body_source : public io::archive::byte_source {
+class body_source {
  public:
   body_source(caf::blocking_actor* self, snapshot_restore_request& req,
               clock_type::time_point deadline)
@@ -104,18 +212,17 @@ class body_source : public io::archive::byte_source {
     }
   }
 
-  std::ptrdiff_t read(char* buf, std::size_t cap) override {
-    while (pos_ == held_.size()) {
-      if (ended_) return 0;
-      if (!failure_.empty()) return -1;
-      ask();
-    }
-    const std::size_t n = std::min(cap, held_.size() - pos_);
-    std::memcpy(buf, held_.data() + pos_, n);
-    pos_ += n;
-    return static_cast<std::ptrdiff_t>(n);
+  // The next piece (empty at the end, with ended() true), or nullopt with failure().
+  std::optional<std::string> next() {
+    if (!held_.empty()) return std::exchange(held_, std::string());
+    if (ended_) return std::string();
+    if (!failure_.empty()) return std::nullopt;
+    ask();
+    if (!failure_.empty()) return std::nullopt;
+    return std::exchange(held_, std::string());
   }
-  std::string failure() const override { return failure_; }
+  bool ended() const { return ended_ && held_.empty(); }
+  const std::string& failure() const { return failure_; }
 
  private:
   void ask() {
@@ -130,7 +237,6 @@ class body_source : public io::archive::byte_source {
     self_->receive(
         [&](body_arrived& m) {
           held_ = std::move(m.piece.data);
-          pos_ = 0;
           if (m.piece.end) ended_ = true;
           if (m.piece.failed) failure_ = m.piece.error;
         },
@@ -142,27 +248,60 @@ class body_source : public io::archive::byte_source {
   snapshot_restore_request& req_;
   clock_type::time_point deadline_;
   std::string held_;
-  std::size_t pos_ = 0;
   bool ended_ = false;
   bool asked_once_ = false;
   std::string failure_;
 };
 
-snapshot_restored restore(caf::blocking_actor* self, const std::string& home,
-                          clock_type::time_point deadline, snapshot_restore_request& req) {
+// Writes all of `bytes` into the helper's pipe, unless the helper answers first (it stopped
+// reading: an archive it refused, or a failure) or the deadline passes. "" when all went.
+std::string feed(confined_helper& helper, std::string_view bytes, clock_type::time_point deadline) {
+  while (!bytes.empty()) {
+    if (clock_type::now() >= deadline) return "snapshot timeout reached";
+    pollfd p[2] = {{helper.data(), POLLOUT, 0}, {helper.control(), POLLIN, 0}};
+    const int n = ::poll(p, 2, poll_ms(deadline));
+    if (n < 0 && errno != EINTR) return std::string("poll: ") + std::strerror(errno);
+    if (n <= 0) continue;
+    if (p[1].revents != 0) return "answered";
+    const ssize_t w = ::write(helper.data(), bytes.data(), bytes.size());
+    if (w < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (w < 0) return errno == EPIPE ? "answered" : std::string("write the archive: ") + std::strerror(errno);
+    bytes.remove_prefix(static_cast<std::size_t>(w));
+  }
+  return {};
+}
+
+snapshot_restored restore(caf::blocking_actor* self, const snapshot_settings& cfg,
+                          const std::string& home, clock_type::time_point deadline,
+                          snapshot_restore_request& req) {
   body_source body(self, req, deadline);
-  auto stop = [&] { return clock_type::now() >= deadline; };
-  auto r = io::archive::restore_home(home, body, stop);
-  using outcome = io::archive::restore_result::outcome;
-  switch (r.result) {
-    case outcome::ok:
-      return snapshot_restored{r.entries, r.bytes_written};
-    case outcome::malformed:
-      throw caf::error(make_job_error(job_errc::archive_malformed, r.message));
-    case outcome::failed:
+  io::home::request ask;
+  ask.kind = io::home::op::restore;
+  ask.skip = io::home::linked_state_files(cfg.helper.state_dir);
+  confined_helper helper(cfg.helper, "restore", home, io::home::data_pipe::to_helper,
+                         job_errc::restore_failed);
+  helper.send(ask, deadline);
+  for (;;) {
+    auto piece = body.next();
+    if (!piece)
+      // The client went away or stopped sending: the helper is killed with what it had.
+      throw caf::error(make_job_error(job_errc::restore_failed, body.failure()));
+    const std::string why = feed(helper, *piece, deadline);
+    if (why == "answered") break;
+    if (!why.empty()) throw caf::error(make_job_error(job_errc::restore_failed, why));
+    if (body.ended()) break;
+  }
+  helper.close_data();  // the end of the archive
+  const auto rep = helper.answer(deadline);
+  switch (rep.st) {
+    case io::home::status::ok:
+      return snapshot_restored{static_cast<std::int64_t>(rep.count), static_cast<std::int64_t>(rep.bytes)};
+    case io::home::status::malformed:
+      throw caf::error(make_job_error(job_errc::archive_malformed, rep.message));
+    default:
       break;
   }
-  throw caf::error(make_job_error(job_errc::restore_failed, r.message));
+  throw caf::error(make_job_error(job_errc::restore_failed, rep.message));
 }
 
 // The operation's answer: its value, its domain error, or `otherwise` for anything thrown.
@@ -186,12 +325,12 @@ void snapshot_op(caf::blocking_actor* self, snapshot_settings cfg) {
   self->receive(
       [&](snapshot_save_request& req) -> caf::result<snapshot_saved> {
         return answered(job_errc::snapshot_failed, [&] {
-          return save(self, resolve_home(cfg.home), deadline, req);
+          return save(self, cfg, resolve_home(cfg.home), deadline, req);
         });
       },
       [&](snapshot_restore_request& req) -> caf::result<snapshot_restored> {
         return answered(job_errc::restore_failed, [&] {
-          return restore(self, resolve_home(cfg.home), deadline, req);
+          return restore(self, cfg, resolve_home(cfg.home), deadline, req);
         });
       });
 }

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -83,7 +84,7 @@ std::string clean_name(const std::string& name) {
 
 class root_dir {
  public:
-  explicit root_dir(const std::string& home) {
+  root_dir(const std::string& home, const restore_filter& off_limits) : off_limits_(off_limits) {
     fd_ = ::open(home.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (fd_ < 0) throw stop_error{outcome::failed, "open " + home + ": " + std::strerror(errno)};
   }
@@ -101,7 +102,7 @@ class root_dir {
   int dir(const std::string& rel, const std::string& entry) const {
     if (rel.empty()) return ::fcntl(fd_, F_DUPFD_CLOEXEC, 0);
     int fd = open(rel, O_PATH | O_DIRECTORY);
-    if (fd >= 0) return fd;
+    if (fd >= 0) return checked(fd, entry);
     if (errno != ENOENT) refuse("open directory", entry, errno);
     const auto slash = rel.rfind('/');
     const std::string parent = slash == std::string::npos ? "" : rel.substr(0, slash);
@@ -115,6 +116,17 @@ class root_dir {
     ::close(pfd);
     fd = open(rel, O_PATH | O_DIRECTORY);
     if (fd < 0) refuse("open directory", entry, errno);
+    return checked(fd, entry);
+  }
+
+  // `fd` (taken), unless what it is lies off limits (malformed: nothing is written there).
+  int checked(int fd, const std::string& entry) const {
+    if (!off_limits_) return fd;
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || off_limits_(st)) {
+      ::close(fd);
+      malformed("\"" + entry + "\" leads into the server's state directory");
+    }
     return fd;
   }
 
@@ -125,6 +137,7 @@ class root_dir {
 
  private:
   int fd_;
+  const restore_filter& off_limits_;
 };
 
 struct fd_guard {
@@ -249,8 +262,9 @@ int typeflag_of(mode_t type) {
 
 class extractor {
  public:
-  extractor(const std::string& home, struct archive* a, const std::function<bool()>& stop)
-      : root_(home), a_(a), stop_(stop) {}
+  extractor(const std::string& home, struct archive* a, const std::function<bool()>& stop,
+            const restore_filter& off_limits)
+      : root_(home, off_limits), a_(a), stop_(stop) {}
 
   void entry(archive_entry* e) {
     if (stop_()) throw stop_error{outcome::failed, "restore stopped: deadline reached or client gone"};
@@ -295,7 +309,7 @@ class extractor {
     for (auto it = dir_modes_.rbegin(); it != dir_modes_.rend(); ++it) {
       int fd = root_.open(it->first, O_PATH | O_DIRECTORY);
       if (fd < 0) root_dir::refuse("open directory", it->first, errno);
-      fd_guard g{fd};
+      fd_guard g{root_.checked(fd, it->first)};
       const std::string via = "/proc/self/fd/" + std::to_string(fd);
       if (::chmod(via.c_str(), it->second) != 0) os_error("chmod", it->first, errno);
     }
@@ -308,9 +322,18 @@ class extractor {
   void file(const std::string& rel, mode_t mode, const std::string& name) {
     auto [parent, last] = split_last(rel);
     fd_guard p{root_.dir(parent, name)};
-    int fd = root_.open(rel, O_WRONLY | O_CREAT | O_TRUNC | O_NOCTTY, mode);
+    // Without waiting and without truncating until it is known to be a regular file: a
+    // FIFO a job left at the name would block an open (with a reader) or take the bytes.
+    int fd = root_.open(rel, O_WRONLY | O_CREAT | O_NONBLOCK | O_NOCTTY, mode);
     if (fd < 0) root_dir::refuse("open", name, errno);
-    fd_guard f{fd};
+    fd_guard f{root_.checked(fd, name)};
+    struct stat st {};
+    if (::fstat(f.fd, &st) != 0) os_error("stat", name, errno);
+    if (!S_ISREG(st.st_mode))
+      malformed("\"" + name + "\" is not a regular file in Home (a FIFO, socket or device)");
+    if (::ftruncate(f.fd, 0) != 0) os_error("truncate", name, errno);
+    if (::fcntl(f.fd, F_SETFL, 0) != 0) os_error("open", name, errno);  // blocking writes
+    written_.emplace(st.st_dev, st.st_ino);
     // Blocks straight from libarchive's buffer (the decompressor's output): no copy here.
     // Offsets are contiguous: sparse entries were refused before.
     for (;;) {
@@ -344,13 +367,22 @@ class extractor {
   void hardlink(const std::string& rel, const std::string& raw_target, const std::string& name) {
     const std::string target = clean_name(raw_target);
     if (target.empty()) malformed("hard link \"" + name + "\" to the root");
-    auto [tparent, tlast] = split_last(target);
-    int tfd = root_.open(tparent, O_PATH | O_DIRECTORY);
+    // The very file this restore wrote at the target name, held open (O_PATH, the last
+    // component not followed) and linked by its descriptor, so that nothing swapped in at
+    // the name meanwhile, and no file Home held before, ever gets a second name.
+    int tfd = root_.open(target, O_PATH | O_NOFOLLOW);
     if (tfd < 0) root_dir::refuse("link", name, errno);
     fd_guard t{tfd};
+    struct stat st {};
+    if (::fstat(t.fd, &st) != 0) os_error("link", name, errno);
+    if (!S_ISREG(st.st_mode) || written_.count({st.st_dev, st.st_ino}) == 0)
+      malformed("hard link \"" + name + "\" to \"" + raw_target +
+                "\": its target is not a file this archive wrote");
     auto [parent, last] = split_last(rel);
     fd_guard p{root_.dir(parent, name)};
-    if (::linkat(t.fd, tlast.c_str(), p.fd, last.c_str(), 0) != 0) os_error("link", name, errno);
+    const std::string via = "/proc/self/fd/" + std::to_string(t.fd);
+    if (::linkat(AT_FDCWD, via.c_str(), p.fd, last.c_str(), AT_SYMLINK_FOLLOW) != 0)
+      os_error("link", name, errno);
   }
 
   [[noreturn]] void archive_failure();
@@ -359,6 +391,7 @@ class extractor {
   struct archive* a_;
   const std::function<bool()>& stop_;
   std::vector<std::pair<std::string, mode_t>> dir_modes_;
+  std::set<std::pair<dev_t, ino_t>> written_;  // the regular files this restore wrote
 
  public:
   zstd_in* source = nullptr;
@@ -373,7 +406,7 @@ void extractor::archive_failure() {
 }  // namespace
 
 restore_result restore_home(const std::string& home, byte_source& body,
-                            const std::function<bool()>& stop) {
+                            const std::function<bool()>& stop, const restore_filter& off_limits) {
   restore_result result;
   utf8_names names_as_utf8;
   try {
@@ -381,7 +414,7 @@ restore_result restore_home(const std::string& home, byte_source& body,
     std::unique_ptr<struct archive, reader_deleter> a(archive_read_new());
     if (!a) throw stop_error{outcome::failed, "out of memory"};
     archive_read_support_format_tar(a.get());  // tar only: no other formats, no filters
-    extractor x(home, a.get(), stop);
+    extractor x(home, a.get(), stop, off_limits);
     x.source = &z;
     if (z.empty()) {
       if (z.error) throw *z.error;

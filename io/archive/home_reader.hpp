@@ -7,6 +7,8 @@
 // a failure part-way leaves what was extracted so far.
 //
 // Blocking (it writes files): run it off the scheduler and the loop thread.
+#include <sys/stat.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -32,8 +34,20 @@ struct restore_result {
   std::int64_t bytes_written = 0;
 };
 
+// Places no entry may be written in, whatever Home's symlinks lead to: true for the fstat
+// of a directory (or a file) that is off limits. The confined helper passes the server's
+// state dir this way (io/home/helper.cpp); its world has the state dir read-only anyway,
+// and this names the refusal (archive_malformed) instead of the kernel's EROFS.
+using restore_filter = std::function<bool(const struct stat&)>;
+
 // `stop` is asked before every entry (deadline, client gone): true ends it as failed.
+//
+// Whatever Home holds is met with care: a regular file entry never opens (or blocks on) a
+// FIFO, socket or device at its name (archive_malformed), a hard link entry only links to a
+// file this restore wrote (never to a file Home held before), and set-id bits never
+// survive.
 restore_result restore_home(const std::string& home, byte_source& body,
-                            const std::function<bool()>& stop);
+                            const std::function<bool()>& stop,
+                            const restore_filter& off_limits = {});
 
 }  // namespace shellctl::io::archive

@@ -118,8 +118,9 @@ struct entry_deleter {
 
 class walker {
  public:
-  walker(struct archive* a, const snapshot_excludes& ex, const std::function<bool()>& stop)
-      : a_(a), ex_(ex), stop_(stop), buf_(256 * 1024) {}
+  walker(struct archive* a, const snapshot_excludes& ex, const std::function<bool()>& stop,
+         const save_filter& leave_out)
+      : a_(a), ex_(ex), stop_(stop), leave_out_(leave_out), buf_(256 * 1024) {}
 
   // The entries of the directory `fd` (relative path `rel`, "" for Home), in byte order.
   void walk_dir(int fd, const std::string& rel) {
@@ -151,14 +152,18 @@ class walker {
     const bool is_dir = S_ISDIR(st.st_mode);
     if (!is_dir && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) return;  // fifo, socket, device
     if (ex_.excluded(rel, is_dir)) return;  // an excluded directory is not descended into
+    if (leave_out_ && leave_out_(st)) return;
     if (S_ISREG(st.st_mode)) {
-      // Opened without following, checked to be what was listed.
-      int fd = ::openat(dirfd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+      // Opened without following and without waiting (a FIFO swapped in after the lstat
+      // would block an open for reading), then checked to be what was listed.
+      int fd = ::openat(dirfd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
       if (fd < 0) fail_errno("open", rel);
       std::unique_ptr<int, void (*)(int*)> guard(&fd, [](int* f) { ::close(*f); });
       struct stat now {};
       if (::fstat(fd, &now) != 0) fail_errno("stat", rel);
-      if (!S_ISREG(now.st_mode)) throw failure{"open " + rel + ": changed while being saved"};
+      if (!S_ISREG(now.st_mode) || now.st_dev != st.st_dev || now.st_ino != st.st_ino ||
+          (leave_out_ && leave_out_(now)))
+        throw failure{"open " + rel + ": changed while being saved"};
       header(rel, now, nullptr);
       copy_content(fd, rel, static_cast<std::uint64_t>(now.st_size));
     } else if (S_ISLNK(st.st_mode)) {
@@ -177,6 +182,11 @@ class walker {
       header(rel + "/", st, nullptr);
       int fd = ::openat(dirfd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
       if (fd < 0) fail_errno("open directory", rel);
+      struct stat now {};
+      if (::fstat(fd, &now) != 0 || now.st_dev != st.st_dev || now.st_ino != st.st_ino) {
+        ::close(fd);
+        throw failure{"open directory " + rel + ": changed while being saved"};
+      }
       walk_dir(fd, rel);
     }
   }
@@ -233,6 +243,7 @@ class walker {
   struct archive* a_;
   const snapshot_excludes& ex_;
   const std::function<bool()>& stop_;
+  const save_filter& leave_out_;
   std::vector<char> buf_;
 };
 
@@ -240,7 +251,7 @@ class walker {
 
 save_result write_home_archive(const std::string& home, const snapshot_excludes& excludes,
                                const std::function<bool(std::string_view)>& sink,
-                               const std::function<bool()>& stop) {
+                               const std::function<bool()>& stop, const save_filter& leave_out) {
   save_result result;
   utf8_names names_as_utf8;
   try {
@@ -254,7 +265,7 @@ save_result write_home_archive(const std::string& home, const snapshot_excludes&
       throw failure{std::string("tar: ") + archive_error_string(a.get())};
     int fd = ::open(home.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0) fail_errno("open", home);
-    walker w(a.get(), excludes, stop);
+    walker w(a.get(), excludes, stop, leave_out);
     try {
       w.walk_dir(fd, "");
     } catch (const failure&) {

@@ -2,7 +2,6 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -93,11 +92,31 @@ int try_open(const file_roots& roots, const file_roots::location& at, const std:
   return fd;
 }
 
+// Whether a lookup of `rel` that failed went into the state dir: the deepest ancestor that
+// opens is looked at. (The confined worker's world shows the state dir as an empty
+// read-only mask: a path through it is a refusal, never a missing file.)
+bool failed_in_state_dir(const file_roots& roots, const file_roots::location& at, std::string rel) {
+  while (!rel.empty()) {
+    const auto slash = rel.rfind('/');
+    rel = slash == std::string::npos ? std::string() : rel.substr(0, slash);
+    const int fd = open_beneath(at.root_fd, rel, O_PATH);
+    if (fd < 0) continue;
+    const bool in = roots.in_state_dir(fd);
+    ::close(fd);
+    return in;
+  }
+  return false;
+}
+
 unique_fd open_or_fail(const file_roots& roots, const file_roots::location& at,
                        const std::string& rel, int flags, const char* what) {
   int err = 0;
   const int fd = try_open(roots, at, rel, flags, err);
-  if (fd < 0) fail_errno(err, what, at.absolute);
+  if (fd < 0) {
+    if (failed_in_state_dir(roots, at, rel))
+      fail(file_errc::denied, at.absolute + ": the path is in the server's state directory");
+    fail_errno(err, what, at.absolute);
+  }
   return unique_fd(fd);
 }
 
@@ -256,6 +275,75 @@ std::string random_suffix() {
   return s;
 }
 
+// A copy of `name` in `from` as `to_name` in `to` (which must not exist), never following a
+// symlink: what a move across mounts does (the confined worker sees Home and each granted
+// tree as mounts of their own, as a job does; rename(2) refuses to cross them). Regular
+// files keep their mode (less set-id bits) and mtime, directories are copied whole, symlinks
+// as links; FIFOs, sockets and devices are refused. Returns 0 or the errno of the failure.
+int copy_entry(int from, const std::string& name, int to, const std::string& to_name, int depth) {
+  if (depth > max_tree_depth) return ELOOP;
+  struct stat st {};
+  if (::fstatat(from, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return errno;
+  const timespec times[2] = {st.st_atim, st.st_mtim};
+  if (S_ISLNK(st.st_mode)) {
+    std::string target(static_cast<std::size_t>(st.st_size) + 1, '\0');
+    const ssize_t n = ::readlinkat(from, name.c_str(), target.data(), target.size());
+    if (n < 0) return errno;
+    target.resize(static_cast<std::size_t>(n));
+    return ::symlinkat(target.c_str(), to, to_name.c_str()) == 0 ? 0 : errno;
+  }
+  if (S_ISREG(st.st_mode)) {
+    unique_fd in(::openat(from, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+    if (in.fd < 0) return errno;
+    struct stat now {};
+    if (::fstat(in.fd, &now) != 0) return errno;
+    if (!S_ISREG(now.st_mode)) return EINVAL;
+    unique_fd out(::openat(to, to_name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+    if (out.fd < 0) return errno;
+    for (;;) {
+      const ssize_t n = ::copy_file_range(in.fd, nullptr, out.fd, nullptr, 1u << 30, 0);
+      if (n == 0) break;
+      if (n > 0) continue;
+      if (errno == EINTR) continue;
+      if (errno != EXDEV && errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP) return errno;
+      char buf[1 << 16];  // no kernel copy between these file systems: by hand
+      for (;;) {
+        const ssize_t r = ::read(in.fd, buf, sizeof buf);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) return errno;
+        if (r == 0) break;
+        if (!write_all(out.fd, buf, static_cast<std::size_t>(r))) return errno;
+      }
+      break;
+    }
+    if (::fchmod(out.fd, now.st_mode & 01777) != 0) return errno;
+    ::futimens(out.fd, times);
+    return 0;
+  }
+  if (!S_ISDIR(st.st_mode)) return EINVAL;  // a FIFO, socket or device does not move by copy
+  if (::mkdirat(to, to_name.c_str(), 0700) != 0) return errno;
+  unique_fd src(::openat(from, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  unique_fd dst(::openat(to, to_name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (src.fd < 0 || dst.fd < 0) return errno;
+  DIR* dir = ::fdopendir(::fcntl(src.fd, F_DUPFD_CLOEXEC, 0));
+  if (dir == nullptr) return errno;
+  struct closer {
+    DIR* d;
+    ~closer() { ::closedir(d); }
+  } guard{dir};
+  errno = 0;
+  while (struct dirent* e = ::readdir(dir)) {
+    const std::string n = e->d_name;
+    if (n == "." || n == "..") continue;
+    if (const int rc = copy_entry(src.fd, n, dst.fd, n, depth + 1); rc != 0) return rc;
+    errno = 0;
+  }
+  if (errno != 0) return errno;
+  if (::fchmod(dst.fd, st.st_mode & 01777) != 0) return errno;
+  ::futimens(dst.fd, times);
+  return 0;
+}
+
 }  // namespace
 
 const char* type_name(entry_type t) {
@@ -284,6 +372,7 @@ stat_result stat_path(const file_roots& roots, std::string_view path) {
   if (::fstatat(parent.fd, sp.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
     fail_errno(errno, "stat", at.absolute);
   if (roots.is_state_dir(st)) fail(file_errc::denied, at.absolute + ": the path is the server's state directory");
+  if (roots.is_state_file(st)) fail(file_errc::denied, at.absolute + ": the path is a file of the server's state directory");
   r.meta = meta_of(st, sp.name);
   if (S_ISLNK(st.st_mode)) r.meta.target = link_text(parent.fd, sp.name);
   return r;
@@ -399,15 +488,34 @@ std::string move_path(const file_roots& roots, std::string_view from, std::strin
       roots.is_state_dir(dst))
     fail(file_errc::denied, b.absolute + ": the path is the server's state directory");
   const unsigned flags = overwrite ? 0 : RENAME_NOREPLACE;
-  if (::renameat2(pa.fd, sa.name.c_str(), pb.fd, sb.name.c_str(), flags) != 0) {
-    const int e = errno;
+  auto refuse = [&](int e) {
     if (e == EEXIST) fail(file_errc::exists, b.absolute + ": exists (overwrite=true replaces it)");
-    if (e == EXDEV) fail(file_errc::io, "move " + a.absolute + " to " + b.absolute + ": " + std::strerror(e) +
-                                           " (they are on different file systems)");
     if (e == EINVAL) fail(file_errc::io, "move " + a.absolute + " to " + b.absolute + ": " + std::strerror(e) +
                                             " (a directory cannot move into itself)");
     fail_errno(e, "move", a.absolute);
+  };
+  if (::renameat2(pa.fd, sa.name.c_str(), pb.fd, sb.name.c_str(), flags) == 0) return b.absolute;
+  if (errno != EXDEV) refuse(errno);
+  // Across mounts (Home and a granted tree, or two file systems): a copy beside the target,
+  // renamed over it with rename's own rules (so NOREPLACE and directory-over-directory
+  // behave alike), then the source removed, as mv(1) does.
+  const std::string temp = ".shellctl-move-" + random_suffix();
+  if (const int rc = copy_entry(pa.fd, sa.name, pb.fd, temp, 0); rc != 0) {
+    remove_tree_at(roots, pb.fd, temp, 0, b.absolute);
+    ::unlinkat(pb.fd, temp.c_str(), 0);
+    fail(file_errc::io, "move " + a.absolute + " to " + b.absolute + " (by copying across mounts): " +
+                            std::strerror(rc));
   }
+  if (::renameat2(pb.fd, temp.c_str(), pb.fd, sb.name.c_str(), flags) != 0) {
+    const int e = errno;
+    remove_tree_at(roots, pb.fd, temp, 0, b.absolute);
+    ::unlinkat(pb.fd, temp.c_str(), 0);
+    refuse(e);
+  }
+  if (S_ISDIR(st.st_mode)) remove_tree_at(roots, pa.fd, sa.name, 0, a.absolute);
+  else if (::unlinkat(pa.fd, sa.name.c_str(), 0) != 0 && errno != ENOENT)
+    fail(file_errc::io, "move " + a.absolute + ": copied to " + b.absolute + ", but the source stays: " +
+                            std::strerror(errno));
   return b.absolute;
 }
 
@@ -458,28 +566,8 @@ std::size_t file_reader::read_at(std::uint64_t offset, char* buf, std::size_t ca
 
 // ---------------------------------------------------------------- file_upload
 
-struct file_upload::digest {
-  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
-  digest() { EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr); }
-  ~digest() { EVP_MD_CTX_free(ctx); }
-  void update(std::string_view s) { EVP_DigestUpdate(ctx, s.data(), s.size()); }
-  std::string hex() {
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned int n = 0;
-    EVP_DigestFinal_ex(ctx, md, &n);
-    static const char digits[] = "0123456789abcdef";
-    std::string out;
-    for (unsigned i = 0; i < n; ++i) {
-      out += digits[md[i] >> 4];
-      out += digits[md[i] & 0xF];
-    }
-    return out;
-  }
-};
-
 file_upload::file_upload(const file_roots& roots, std::string_view path, std::optional<unsigned> mode,
-                         bool parents)
-    : sha_(std::make_unique<digest>()) {
+                         bool parents) {
   auto at = locate_or_fail(roots, path);
   path_ = at.absolute;
   if (at.rel.empty()) fail(file_errc::is_a_directory, path_ + ": is a directory");
@@ -490,6 +578,8 @@ file_upload::file_upload(const file_roots& roots, std::string_view path, std::op
     int err = 0;
     const int fd = try_open(roots, at, sp.parent, O_RDONLY | O_DIRECTORY, err);
     if (fd < 0) {
+      if (failed_in_state_dir(roots, at, sp.parent + "/x"))
+        fail(file_errc::denied, path_ + ": the path is in the server's state directory");
       if (err == ENOENT) fail(file_errc::not_found, path_ + ": the parent directory does not exist (parents=true creates it)");
       fail_errno(err, "upload", path_);
     }
@@ -498,9 +588,10 @@ file_upload::file_upload(const file_roots& roots, std::string_view path, std::op
   struct stat st {};
   if (::fstatat(dir_fd_, name_.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
     if (S_ISDIR(st.st_mode)) fail(file_errc::is_a_directory, path_ + ": is a directory");
-    if (S_ISREG(st.st_mode)) mode_ = st.st_mode & 07777;  // a replaced file keeps its mode
+    // A replaced file keeps its mode, but never a set-id bit: the bytes are the caller's.
+    if (S_ISREG(st.st_mode)) mode_ = st.st_mode & 01777;
   }
-  if (mode) mode_ = *mode;
+  if (mode) mode_ = *mode & 01777;
   // Unnamed first: nothing of it is visible, nor left by a crash, until it is complete.
   fd_ = ::openat(dir_fd_, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
   if (fd_ < 0) {
@@ -529,17 +620,17 @@ void file_upload::discard() {
 void file_upload::write(std::string_view data) {
   if (!write_all(fd_, data.data(), data.size()))
     fail(file_errc::io, "upload " + path_ + ": " + std::strerror(errno));
-  sha_->update(data);
-  size_ += data.size();
 }
 
-file_upload::committed file_upload::commit() {
+std::uint64_t file_upload::commit() {
   auto io_fail = [&](const char* step) {
     const int e = errno;
     fail(file_errc::io, std::string(step) + " " + path_ + ": " + std::strerror(e));
   };
   if (::fchmod(fd_, mode_) != 0) io_fail("chmod");
   if (::fsync(fd_) != 0) io_fail("fsync");
+  struct stat st {};
+  if (::fstat(fd_, &st) != 0) io_fail("stat");
   if (temp_name_.empty()) {
     // The unnamed file gets a temporary name, then the rename makes it the target.
     const std::string proc = "/proc/self/fd/" + std::to_string(fd_);
@@ -562,10 +653,9 @@ file_upload::committed file_upload::commit() {
   done_ = true;
   // The rename itself is durable once the directory is.
   ::fsync(dir_fd_);
-  committed c{path_, size_, sha_->hex()};
   temp_name_.clear();
   discard();
-  return c;
+  return static_cast<std::uint64_t>(st.st_size);
 }
 
 }  // namespace shellctl::io::fs

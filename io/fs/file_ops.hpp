@@ -87,6 +87,7 @@ class file_reader {
 
   const std::string& path() const { return path_; }
   const entry_meta& meta() const { return meta_; }
+  int fd() const { return fd_; }  // open for reading (O_NONBLOCK is harmless on a regular file)
   // pread at `offset`; 0 at end of file; throws file_failure(io) on an error.
   std::size_t read_at(std::uint64_t offset, char* buf, std::size_t cap);
 
@@ -99,34 +100,31 @@ class file_reader {
 // An upload: written to a temporary file in the target's directory (an unnamed O_TMPFILE
 // where the file system has it, so that even a crash leaves nothing behind), then fsynced
 // and renamed over the target. Destroyed without commit(), it leaves the old file as it was.
+// The confined file worker creates it and hands its descriptor to the server, which
+// writes the bytes (io/home/helper.cpp); write() is the same step in one process.
 class file_upload {
  public:
-  // `mode`: nullopt keeps an existing file's mode, else 0644. `parents` creates missing
-  // parent directories (0755).
+  // `mode`: nullopt keeps an existing file's mode (less setuid and setgid: an upload never
+  // makes a set-id file), else 0644. `parents` creates missing parent directories (0755).
   file_upload(const file_roots& roots, std::string_view path, std::optional<unsigned> mode, bool parents);
   ~file_upload();
   file_upload(const file_upload&) = delete;
   file_upload& operator=(const file_upload&) = delete;
 
+  const std::string& path() const { return path_; }
+  int fd() const { return fd_; }      // the temporary file, open for writing
   void write(std::string_view data);  // throws file_failure(io): disk full, I/O
-  struct committed {
-    std::string path;
-    std::uint64_t size = 0;
-    std::string sha256_hex;
-  };
-  committed commit();
+  // Mode, fsync, rename over the target. Returns the size the file has.
+  std::uint64_t commit();
 
  private:
   void discard();
-  struct digest;
-  std::unique_ptr<digest> sha_;
   int dir_fd_ = -1;   // the target's directory
   int fd_ = -1;       // the temporary file
   std::string name_;  // the target's name in dir_fd_
   std::string temp_name_;  // a named temporary ("" while unnamed)
   std::string path_;
   unsigned mode_ = 0644;
-  std::uint64_t size_ = 0;
   bool done_ = false;
 };
 

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <utility>
 
 #include "io/fs/beneath.hpp"
 #include "io/fs/files.hpp"
@@ -85,8 +86,10 @@ bool has_prefix(const std::vector<std::string_view>& path, const std::vector<std
 }  // namespace
 
 file_roots::file_roots(const std::string& home, const std::vector<std::string>& rw_paths,
-                       const std::string& state_dir)
-    : home_(absolute_clean(home)), state_path_(absolute_clean(state_dir)) {
+                       const std::string& state_dir,
+                       std::set<std::pair<std::uint64_t, std::uint64_t>> state_files)
+    : home_(absolute_clean(home)), state_path_(absolute_clean(state_dir)),
+      state_files_(std::move(state_files)) {
   std::vector<std::string> wanted{home_};
   for (const auto& p : rw_paths)
     if (!p.empty() && p[0] == '/') wanted.push_back(absolute_clean(p));
@@ -163,6 +166,7 @@ bool file_roots::in_state_dir(int fd) const {
   struct stat self {};
   if (::fstat(fd, &self) != 0) return true;  // cannot tell: refuse
   if (!S_ISDIR(self.st_mode)) {
+    if (is_state_file(self)) return true;
     // A file has no ".." to walk: its path as the kernel knows it (the object opened, not
     // the name asked for) must not lie under the state dir's real path.
     char buf[4096 + 64];
@@ -178,6 +182,11 @@ bool file_roots::in_state_dir(int fd) const {
 
 bool file_roots::is_state_dir(const struct stat& st) const {
   return have_state_ && S_ISDIR(st.st_mode) && st.st_dev == state_dev_ && st.st_ino == state_ino_;
+}
+
+bool file_roots::is_state_file(const struct stat& st) const {
+  return !S_ISDIR(st.st_mode) &&
+         state_files_.count({static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino)}) > 0;
 }
 
 bool file_roots::holds_state_dir(int dir_fd) const {

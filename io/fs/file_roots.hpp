@@ -15,6 +15,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,9 +25,12 @@ namespace shellctl::io::fs {
 class file_roots {
  public:
   // Roots that do not exist (or are not directories) are left out; the state dir is
-  // identified by device and inode, opened now.
+  // identified by device and inode, opened now. `state_files` are the (device, inode) of
+  // the state dir's files that have other names (io/home/state_identity.hpp): a name in a
+  // root that is one of them (a hard link made before this was built) is refused too.
   file_roots(const std::string& home, const std::vector<std::string>& rw_paths,
-             const std::string& state_dir);
+             const std::string& state_dir,
+             std::set<std::pair<std::uint64_t, std::uint64_t>> state_files = {});
   ~file_roots();
   file_roots(const file_roots&) = delete;
   file_roots& operator=(const file_roots&) = delete;
@@ -56,6 +60,8 @@ class file_roots {
   bool in_state_dir(int fd) const;
   // True when `st` (an lstat/fstat) is the state dir itself.
   bool is_state_dir(const struct stat& st) const;
+  // True when `st` is one of the state dir's files (by identity, see the constructor).
+  bool is_state_file(const struct stat& st) const;
   // True when the directory `dir_fd` is the state dir or one of its ancestors: removing or
   // moving it would take the state dir with it.
   bool holds_state_dir(int dir_fd) const;
@@ -74,6 +80,7 @@ class file_roots {
   bool have_state_ = false;
   dev_t state_dev_ = 0;
   ino_t state_ino_ = 0;
+  std::set<std::pair<std::uint64_t, std::uint64_t>> state_files_;
 };
 
 }  // namespace shellctl::io::fs

@@ -122,9 +122,10 @@ bool pin_between(const std::string& root, const std::string& outer, const std::s
 bool mask_state_dir(const world_spec& w, const std::string& root, int job_fd, int view_fd,
                     std::string& err) {
   const std::string s = root + w.state_dir;
-  if (!fs::make_dirs(s, 0755, err) || !sandbox::mount_tmpfs(s, "mode=0755,size=64k", err) ||
-      !fs::make_dirs(s + "/jobs", 0755, err))
+  if (!fs::make_dirs(s, 0755, err) || !sandbox::mount_tmpfs(s, "mode=0755,size=64k", err))
     return false;
+  if (job_fd < 0) return sandbox::set_read_only(s, false, err);  // nothing shown at all
+  if (!fs::make_dirs(s + "/jobs", 0755, err)) return false;
   const std::string own = root + w.job_dir;
   const std::string own_name = w.job_dir.substr(w.job_dir.rfind('/') + 1);
   // The view shows this job only if the server linked it there (same HOME as the server
@@ -200,7 +201,7 @@ bool own_root_world(const world_spec& w, fd_set_guard& fds, int job_fd, int view
     return a.path != b.path ? a.path < b.path : a.a < b.a;
   });
 
-  const std::string root = w.job_dir;
+  const std::string root = w.root_mount.empty() ? w.job_dir : w.root_mount;
   if (!sandbox::mount_tmpfs(root, "mode=0755,size=1m", err)) return false;
 
   // The trees first: a tree holding the job dir (the default layout puts the state dir in
@@ -237,7 +238,7 @@ bool own_root_world(const world_spec& w, fd_set_guard& fds, int job_fd, int view
     for (const auto& t : trees)
       if (t.a == access::read_write && !pin_between(root, t.path, w.state_dir, err)) return false;
     if (!mask_state_dir(w, root, job_fd, view_fd, err)) return false;
-  } else if (!bind_at(job_fd, root + w.job_dir, access::read_only, err, false)) {
+  } else if (job_fd >= 0 && !bind_at(job_fd, root + w.job_dir, access::read_only, err, false)) {
     return false;
   }
   // A cwd without a grant is still a working directory: an empty one where nothing of the
@@ -270,9 +271,13 @@ bool make_dev_links(const std::string& dev, std::string& err) {
 bool build_world(const world_spec& w, std::string& err) {
   if (!sandbox::make_mounts_private(err)) return false;
   fd_set_guard fds;
-  const int job_fd = fds.open(w.job_dir);
-  if (job_fd < 0) {
+  const int job_fd = w.job_dir.empty() ? -1 : fds.open(w.job_dir);
+  if (job_fd < 0 && !w.job_dir.empty()) {
     err = "open " + w.job_dir + ": " + std::strerror(errno);
+    return false;
+  }
+  if (w.job_dir.empty() && w.root_mount.empty()) {
+    err = "no directory to mount the root on";
     return false;
   }
   const int view_fd = w.home_view.empty() ? -1 : fds.open(w.home_view + "/jobs");

@@ -24,7 +24,12 @@ struct world_spec {
   bool own_root = true;
   sandbox::path_policy policy;  // ro_dirs, rw_dirs, rw_files as configured
   std::string state_dir;        // canonical; "" = unknown (nothing to mask)
-  std::string job_dir;          // canonical
+  // The job's own directory, shown read-only inside the mask (canonical). "" for a world
+  // that shows nothing of the state dir at all: a Home operation's (io/home/confine.hpp).
+  std::string job_dir;
+  // Where the own root's tmpfs is mounted (an existing directory the world never shows);
+  // "" = job_dir.
+  std::string root_mount;
   std::string home;             // canonical; exists
   std::string cwd;              // canonical
   bool cwd_granted = false;     // path_rules.hpp: cwd_gets_grant

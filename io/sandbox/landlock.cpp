@@ -151,8 +151,9 @@ bool apply_landlock(const path_policy& policy, const std::string& home, const st
     if (!rs.add(p, rw_dir, true, err)) return false;
   for (const auto& p : policy.ro_dirs)
     if (!rs.add(p, ro_dir, true, err)) return false;
-  // Read-only, so the script itself can be read and executed but not rewritten.
-  if (!rs.add(job_dir, ro_dir, false, err)) return false;
+  // Read-only, so the script itself can be read and executed but not rewritten. A Home
+  // operation (io/home/confine.hpp) has no job dir.
+  if (!job_dir.empty() && !rs.add(job_dir, ro_dir, false, err)) return false;
   for (const auto& p : policy.rw_files)
     if (!rs.add(p, rw_file, true, err)) return false;
   return rs.restrict_self(err);

@@ -14,7 +14,7 @@ int landlock_abi();
 
 // Restricts the calling process (and its future children) to:
 //   read-write dirs   : home, cwd (when non-empty and different), policy.rw_dirs that exist;
-//   read-only + exec  : policy.ro_dirs that exist, and job_dir;
+//   read-only + exec  : policy.ro_dirs that exist, and job_dir ("" = none);
 //   read-write files  : policy.rw_files that exist;
 // and, where the kernel has ABI 6, scopes signals and abstract Unix sockets to the domain.
 // `cwd` is "" when the job's cwd gets no grant (path_rules.hpp). Sets no_new_privs.

@@ -60,13 +60,48 @@ TEST_CASE("an upload destroyed before commit leaves the old file and no temporar
   CHECK(names == std::vector<std::string>{"f", "state"});
   fs::file_upload up(roots, "f", std::nullopt, false);
   up.write("new");
-  const auto c = up.commit();
-  CHECK(c.size == 3);
-  CHECK(c.sha256_hex == "11507a0e2f5e69d5dfa40a62a1bd7b6ee57e6bcd85c67c9b8431b36fff21c437");
+  CHECK(up.commit() == 3);
   CHECK(t.read(t.home + "/f") == "new");
   struct stat st {};
   REQUIRE(::stat((t.home + "/f").c_str(), &st) == 0);
   CHECK((st.st_mode & 07777) == 0640);  // a replaced file keeps its mode
+}
+
+TEST_CASE("an upload over a set-id file keeps its mode less the set-id bits") {
+  tree t;
+  fs::file_roots roots(t.home, {}, t.state);
+  fs::write_file(t.home + "/suid", "old", 0644);
+  REQUIRE(::chmod((t.home + "/suid").c_str(), 06755) == 0);
+  fs::file_upload up(roots, "suid", std::nullopt, false);
+  up.write("caller's bytes");
+  up.commit();
+  struct stat st {};
+  REQUIRE(::stat((t.home + "/suid").c_str(), &st) == 0);
+  CHECK((st.st_mode & 07777) == 0755);
+  fs::file_upload given(roots, "suid", 04755, false);  // the edge refuses it; never set here either
+  given.write("x");
+  given.commit();
+  REQUIRE(::stat((t.home + "/suid").c_str(), &st) == 0);
+  CHECK((st.st_mode & 07777) == 0755);
+}
+
+TEST_CASE("a state dir file with another name in a root is refused by identity") {
+  tree t;
+  REQUIRE(::link((t.state + "/shellctl.db").c_str(), (t.home + "/state.db").c_str()) == 0);
+  struct stat st {};
+  REQUIRE(::stat((t.state + "/shellctl.db").c_str(), &st) == 0);
+  fs::file_roots roots(t.home, {}, t.state,
+                       {{static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino)}});
+  auto code_of = [](auto f) {
+    try {
+      f();
+    } catch (const fs::file_failure& e) {
+      return e.code;
+    }
+    return fs::file_errc::io;
+  };
+  CHECK(code_of([&] { fs::file_reader r(roots, "state.db"); }) == fs::file_errc::denied);
+  CHECK(code_of([&] { fs::stat_path(roots, "state.db"); }) == fs::file_errc::denied);
 }
 
 TEST_CASE("a reader keeps the file it opened across a rename over it") {
