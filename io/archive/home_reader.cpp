@@ -322,15 +322,31 @@ class extractor {
   void file(const std::string& rel, mode_t mode, const std::string& name) {
     auto [parent, last] = split_last(rel);
     fd_guard p{root_.dir(parent, name)};
-    // Without waiting and without truncating until it is known to be a regular file: a
-    // FIFO a job left at the name would block an open (with a reader) or take the bytes.
+    // Looked at before it is opened for writing, and opened without waiting and without
+    // truncating until it is known to be a regular file: a FIFO a job left at the name
+    // would block the open (no reader), take the bytes (a reader), or at least wake its
+    // reader. What was looked at must be what is opened.
+    struct stat seen {};
+    bool existed = false;
+    {
+      const int probe = root_.open(rel, O_PATH);
+      if (probe >= 0) {
+        fd_guard g{root_.checked(probe, name)};
+        if (::fstat(g.fd, &seen) != 0) os_error("stat", name, errno);
+        existed = true;
+      } else if (errno != ENOENT) {
+        root_dir::refuse("open", name, errno);
+      }
+    }
+    if (existed && !S_ISREG(seen.st_mode)) not_a_file(seen, name);
     int fd = root_.open(rel, O_WRONLY | O_CREAT | O_NONBLOCK | O_NOCTTY, mode);
     if (fd < 0) root_dir::refuse("open", name, errno);
     fd_guard f{root_.checked(fd, name)};
     struct stat st {};
     if (::fstat(f.fd, &st) != 0) os_error("stat", name, errno);
-    if (!S_ISREG(st.st_mode))
-      malformed("\"" + name + "\" is not a regular file in Home (a FIFO, socket or device)");
+    if (!S_ISREG(st.st_mode)) not_a_file(st, name);
+    if (existed && (st.st_dev != seen.st_dev || st.st_ino != seen.st_ino))
+      malformed("\"" + name + "\" changed while it was restored");
     if (::ftruncate(f.fd, 0) != 0) os_error("truncate", name, errno);
     if (::fcntl(f.fd, F_SETFL, 0) != 0) os_error("open", name, errno);  // blocking writes
     written_.emplace(st.st_dev, st.st_ino);
@@ -386,6 +402,11 @@ class extractor {
   }
 
   [[noreturn]] void archive_failure();
+
+  [[noreturn]] static void not_a_file(const struct stat& st, const std::string& name) {
+    if (S_ISDIR(st.st_mode)) os_error("open", name, EISDIR);
+    malformed("\"" + name + "\" is not a regular file in Home (a FIFO, socket or device)");
+  }
 
   root_dir root_;
   struct archive* a_;
