@@ -80,7 +80,7 @@ clang_and_fuzz() {
     return 1
   fi
   local f failed=0 running=0
-  for f in http json tmux archive agent_cli paths native; do
+  for f in http json tmux archive agent_cli paths native home; do
     if [ "$running" -ge "$(nproc)" ]; then
       wait -n || failed=1
       running=$((running - 1))
@@ -92,7 +92,7 @@ clang_and_fuzz() {
       log=build-fuzz/${f}_fuzz.log
       rc=0
       ./build-fuzz/tests/fuzz/$f/${f}_fuzz -max_total_time="${FUZZ_SECONDS:-25}" \
-        -max_len=8192 -print_final_stats=1 "$corpus" $seeds > "$log" 2>&1 || rc=$?
+        -max_len=8192 -timeout=20 -print_final_stats=1 "$corpus" $seeds > "$log" 2>&1 || rc=$?
       rm -rf "$corpus"
       if [ "$rc" -ne 0 ]; then
         tail -n 60 "$log"
@@ -107,7 +107,7 @@ clang_and_fuzz() {
     wait -n || failed=1
     running=$((running - 1))
   done
-  rm -rf /tmp/shellctl-archive-fuzz-* /tmp/shellctl-paths-fuzz-*  # the targets' trees
+  rm -rf /tmp/shellctl-archive-fuzz-* /tmp/shellctl-paths-fuzz-* /tmp/shellctl-home-fuzz-*  # the targets' trees
   return "$failed"
 }
 
