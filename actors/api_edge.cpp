@@ -237,7 +237,10 @@ void ask_read(self_ptr self, const caf::actor& op, file_read_request req, http_c
               caf::anon_send(op, file_send{resp, false});
               return;
             }
-            resp.start_stream(file_content_head(f, span), [op] { caf::anon_send(op, stream_drained{}); });
+            // The body goes from the file into the socket (sendfile) on the op's thread.
+            resp.lend_socket(file_content_head(f, span), [op](int fd) {
+              caf::anon_send(op, socket_lent{std::make_shared<io::fs::unique_fd>(fd)});
+            });
             caf::anon_send(op, file_send{resp, true, span.offset, span.length});
           },
           [resp](caf::error& e) { resp.send(error_response(read_job_error(e))); });

@@ -1,10 +1,16 @@
 #include "actors/file_op.hpp"
 
 #include <fcntl.h>
+#include <poll.h>
+#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
 #include <cerrno>
 #include <cstring>
 
@@ -19,10 +25,6 @@ namespace {
 using clock_type = std::chrono::steady_clock;
 using io::fs::file_errc;
 
-// A download's bytes handed to the connection and not yet written: enough to keep loopback
-// busy, little enough that a reader who stops costs the server at most this much.
-constexpr std::uint64_t max_in_flight = 4u << 20;
-constexpr std::size_t chunk_bytes = 256u << 10;
 // How long a channel may take to be handed out, and the worker to answer one request (a
 // recursive delete of a large tree is the slowest): past it the request fails, and the
 // channel (with whatever the worker still does) is dropped.
@@ -117,64 +119,120 @@ void check_passed(const io::fs::unique_fd& fd, bool for_writing) {
   if (!ok) fail(job_errc::file_io_failed, "the confined file worker handed over something other than a file");
 }
 
-// Sends [offset, offset + length) of the open file through the stream the edge started.
-// The end is clean only when every byte went: a file cut short meanwhile, a reader that
-// went away or stalled, or a read error cut the connection (its Content-Length is then
-// visibly unmet).
+// Sends [offset, offset + length) of the open file into the connection's socket, lent by
+// the loop once the head is written: sendfile, so the bytes go from the page cache to the
+// socket without crossing user space (a page-cache miss blocks this op's own thread, never
+// the loop). The socket is non-blocking: a full send buffer waits in poll, for `idle` at
+// most. The end is clean only when every byte went: a file cut short meanwhile, a reader
+// that went away or stalled, or an error end the connection (its Content-Length unmet).
 void send_range(caf::blocking_actor* self, const file_settings& cfg, int file, const file_send& s) {
   const io::http::responder& out = s.out;
+  std::shared_ptr<io::fs::unique_fd> sock;
+  bool waited_out = false;
+  self->receive([&](socket_lent& m) { sock = std::move(m.socket); },
+                caf::after(cfg.idle) >> [&] { waited_out = true; });
+  if (waited_out || !sock || !*sock) return out.return_socket(0);  // HEAD, or nobody to send to
   std::uint64_t sent = 0;
-  std::uint64_t offset = s.offset;
-  std::uint64_t left = s.length;
-  while (left > 0) {
-    while (sent - out.stream_acked() > max_in_flight) {
-      if (!out.connected()) return out.abort();
-      bool stalled = false;
-      self->receive([](stream_drained&) {}, caf::after(cfg.idle) >> [&] { stalled = true; });
-      if (stalled) return out.abort();
+  off_t offset = static_cast<off_t>(s.offset);
+  auto last_progress = clock_type::now();
+  while (sent < s.length && out.connected()) {
+    const std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(s.length - sent, 16u << 20));
+    const ssize_t n = ::sendfile(sock->get(), file, &offset, want);
+    if (n > 0) {
+      sent += static_cast<std::uint64_t>(n);
+      last_progress = clock_type::now();
+      continue;
     }
-    // Wake-ups that came while nothing waited: one is taken per chunk, so none pile up.
-    self->receive([](stream_drained&) {}, caf::after(std::chrono::seconds(0)) >> [] {});
-    if (!out.connected()) return out.abort();  // gone, or a HEAD request (head only)
-    std::string chunk(static_cast<std::size_t>(std::min<std::uint64_t>(left, chunk_bytes)), '\0');
-    ssize_t n;
-    do {
-      n = ::pread(file, chunk.data(), chunk.size(), static_cast<off_t>(offset));
-    } while (n < 0 && errno == EINTR);
-    if (n <= 0) return out.abort();  // the file shrank under us, or cannot be read
-    chunk.resize(static_cast<std::size_t>(n));
-    out.send_chunk(std::move(chunk));
-    sent += static_cast<std::uint64_t>(n);
-    offset += static_cast<std::uint64_t>(n);
-    left -= static_cast<std::uint64_t>(n);
+    if (n == 0) break;  // the file shrank under us
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN) break;  // the peer went away (EPIPE), or the socket was shut down
+    if (clock_type::now() - last_progress >= cfg.idle) break;  // a reader that stopped reading
+    pollfd p{sock->get(), POLLOUT, 0};
+    ::poll(&p, 1, 1000);
   }
-  out.end_stream({});
+  out.return_socket(sent);
 }
 
-// The upload's body, piece by piece as it arrives, into the worker's temporary file.
+// The upload's body, piece by piece as it arrives, into the worker's temporary file. The
+// SHA-256 runs on a thread of its own beside the writes: it costs more than the write
+// itself (~1.2 GB/s with the CPU's SHA instructions, measured here), and the two together
+// on one thread were the upload's bottleneck (bench/files_bench.py). Writeback starts
+// every few MiB (sync_file_range), so that the fsync at the end has little left to do.
 class upload_sink {
  public:
-  upload_sink(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
-  void write(std::string_view data) {
+  upload_sink(int fd, std::string path) : fd_(fd), path_(std::move(path)), hasher_([this] { hash_loop(); }) {}
+  ~upload_sink() { stop_hasher(); }
+  upload_sink(const upload_sink&) = delete;
+  upload_sink& operator=(const upload_sink&) = delete;
+
+  void write(std::string data) {
+    if (data.empty()) return;
     if (!io::fs::write_all(fd_, data.data(), data.size()))
       fail(job_errc::file_io_failed, "upload " + path_ + ": " + std::strerror(errno));
-    digest_.update(data);
     size_ += data.size();
+    if (size_ - synced_ >= writeback_bytes) {
+      ::sync_file_range(fd_, static_cast<off_t>(synced_), static_cast<off_t>(size_ - synced_),
+                        SYNC_FILE_RANGE_WRITE);
+      synced_ = size_;
+    }
+    std::unique_lock<std::mutex> lk(mu_);
+    room_.wait(lk, [&] { return queued_ < max_queued; });
+    queued_ += data.size();
+    pieces_.push_back(std::move(data));
+    ready_.notify_one();
   }
   std::uint64_t size() const { return size_; }
-  std::string sha256_hex() { return digest_.hex(); }
+  std::string sha256_hex() {
+    stop_hasher();
+    return digest_.hex();
+  }
 
  private:
+  static constexpr std::size_t max_queued = 4u << 20;  // bytes written, not yet hashed
+  static constexpr std::uint64_t writeback_bytes = 8u << 20;
+
+  void hash_loop() {
+    for (;;) {
+      std::string piece;
+      {
+        std::unique_lock<std::mutex> lk(mu_);
+        ready_.wait(lk, [&] { return !pieces_.empty() || done_; });
+        if (pieces_.empty()) return;
+        piece = std::move(pieces_.front());
+        pieces_.pop_front();
+      }
+      digest_.update(piece);
+      std::lock_guard<std::mutex> lk(mu_);
+      queued_ -= piece.size();
+      room_.notify_one();
+    }
+  }
+  void stop_hasher() {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      done_ = true;
+    }
+    ready_.notify_one();
+    if (hasher_.joinable()) hasher_.join();
+  }
+
   int fd_;
   std::string path_;
   io::fs::sha256 digest_;
   std::uint64_t size_ = 0;
+  std::uint64_t synced_ = 0;
+  std::mutex mu_;
+  std::condition_variable ready_, room_;
+  std::deque<std::string> pieces_;
+  std::size_t queued_ = 0;
+  bool done_ = false;
+  std::thread hasher_;  // last: it starts once everything above exists
 };
 
 void receive_body(caf::blocking_actor* self, const file_settings& cfg, file_write_request& req,
                   upload_sink& up) {
   if (!req.streamed) {
-    up.write(req.body);
+    up.write(std::move(req.body));
     return;
   }
   caf::actor me = caf::actor_cast<caf::actor>(self);
@@ -190,7 +248,7 @@ void receive_body(caf::blocking_actor* self, const file_settings& cfg, file_writ
     // The next piece is asked for before this one is written: the connection reads it
     // while the disk writes (one piece held here, at most one window buffered there).
     if (!piece.end) req.in.more_body();
-    if (!piece.data.empty()) up.write(piece.data);
+    if (!piece.data.empty()) up.write(std::move(piece.data));
     if (piece.end) return;
   }
 }

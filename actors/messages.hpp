@@ -100,10 +100,15 @@ struct file_read_request {
   std::string path;
 };
 struct file_send {
-  io::http::responder out;  // the stream started by the edge
+  io::http::responder out;  // the answer the edge began (lend_socket): its head goes first
   bool send = true;
   std::uint64_t offset = 0;
   std::uint64_t length = 0;
+};
+// file_op, internal: the connection's socket for a download's body, once its head is
+// written (responder::lend_socket); empty when no body goes (HEAD, the client gone).
+struct socket_lent {
+  std::shared_ptr<io::fs::unique_fd> socket;
 };
 // PUT /v1/files/content → file_written; the op reads the body from `in` as it arrives.
 struct file_write_request {
@@ -501,6 +506,7 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::file_delete_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::file_move_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::file_read_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::file_send)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::socket_lent)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::file_write_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::run_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::wait_request)

@@ -8,10 +8,14 @@
     and the floor without a network: `cat file > copy` on the same disk, and with an fsync;
   * one 6 MiB file moved up and down with the file API next to the way the current client
     moves it today: base64 inside a job's `script`, and base64 read back through
-    PTY paging between sentinel lines, 16 KiB windows.
+    PTY paging between sentinel lines, 16 KiB windows;
+  * a small file's round trip (GET /v1/files/stat then GET /v1/files/content of 1 KiB on
+    one keep-alive connection): p50 and p95, and with `--compare DIR` the same against
+    another build's shellctl (DIR holds it and its helpers), interleaved, and the
+    difference (what the confined file worker adds, for instance).
 
-Usage: python3 bench/files_bench.py [path/to/shellctl] [--quick]. Prints figures; never
-asserts times (machines differ: compare the ratios)."""
+Usage: python3 bench/files_bench.py [path/to/shellctl] [--quick] [--compare DIR]. Prints
+figures; never asserts times (machines differ: compare the ratios)."""
 import base64
 import hashlib
 import os
@@ -89,6 +93,34 @@ def api_download(server, path):
     return data
 
 
+def small_round_trips(servers, n):
+    """Per server: the round-trip times (ms) of stat + GET of a 1 KiB file, interleaved."""
+    import http.client
+    conns = []
+    for server in servers:
+        with open(os.path.join(server.home, "small.txt"), "wb") as f:
+            f.write(os.urandom(1024))
+        conns.append(http.client.HTTPConnection("127.0.0.1", server.port, timeout=30))
+    times = [[] for _ in servers]
+    hdrs = {"Authorization": "Bearer " + TOKEN}
+    for i in range(n):
+        for k, conn in enumerate(conns):
+            t = time.monotonic()
+            conn.request("GET", "/v1/files/stat?path=small.txt", headers=hdrs)
+            r = conn.getresponse()
+            r.read()
+            assert r.status == 200
+            conn.request("GET", "/v1/files/content?path=small.txt", headers=hdrs)
+            r = conn.getresponse()
+            body = r.read()
+            assert r.status == 200 and len(body) == 1024
+            if i >= 20:  # the first ones start the worker and warm the caches
+                times[k].append((time.monotonic() - t) * 1000)
+    for conn in conns:
+        conn.close()
+    return times
+
+
 def main():
     size = (256 if QUICK else 1024) << 20
     mb = size / 1e6
@@ -153,6 +185,24 @@ def main():
         print(f"{'6 MiB down: GET /v1/files/content':58} {t_api_down * 1000:11.1f} ms {1:7.1f}x")
         print(f"6 MiB round trip: file API {(t_api_up + t_api_down) * 1000:.1f} ms, through jobs "
               f"{(t_job_up + t_job_down) * 1000:.1f} ms: {(t_job_up + t_job_down) / (t_api_up + t_api_down):.1f}x faster")
+        servers = [server]
+        if "--compare" in sys.argv:
+            other = Server(token=TOKEN, home=os.path.join(tmp, "home-compare"),
+                           bin_dir=os.path.abspath(sys.argv[sys.argv.index("--compare") + 1]))
+            servers.append(other)
+        try:
+            times = small_round_trips(servers, 200 if QUICK else 1000)
+        finally:
+            for other in servers[1:]:
+                other.close()
+        from bench_setup import pct
+        p50 = [pct(t, 50) for t in times]
+        print(f"{'small file round trip (stat + GET, 1 KiB, keep-alive): p50':58} {p50[0]:11.2f} ms")
+        print(f"{'small file round trip: p95':58} {pct(times[0], 95):11.2f} ms")
+        if len(servers) > 1:
+            print(f"{'  the compared build: p50':58} {p50[1]:11.2f} ms")
+            print(f"{'  the compared build: p95':58} {pct(times[1], 95):11.2f} ms")
+            print(f"{'  added by this build (p50)':58} {p50[0] - p50[1]:+11.2f} ms")
     finally:
         nginx.terminate()
         nginx.wait()

@@ -32,6 +32,16 @@ void responder::abort() const {
     bridge_->push(op_kind::abort);
 }
 
+void responder::lend_socket(response head, std::function<void(int)> on_socket) const {
+  if (bridge_ && bridge_->claim(connection_bridge::kUnanswered, connection_bridge::kStreaming))
+    bridge_->push_lend(std::move(head), std::move(on_socket));
+}
+
+void responder::return_socket(std::uint64_t sent) const {
+  if (bridge_ && bridge_->claim(connection_bridge::kStreaming, connection_bridge::kFinished))
+    bridge_->push_lend_end(sent);
+}
+
 bool responder::connected() const { return bridge_ && bridge_->connected(); }
 
 std::uint64_t responder::stream_acked() const { return bridge_ ? bridge_->acked() : 0; }

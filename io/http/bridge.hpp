@@ -55,6 +55,10 @@ struct slot {
   bool ended = false;
   bool drain_armed = false;
   std::function<void()> on_drain;
+  // A lent socket (responder::lend_socket): asked for, handed over (until the body's end).
+  std::function<void(int)> on_socket;
+  bool lend_wanted = false;
+  bool lent = false;
   std::vector<std::string> chunks;  // arrived before this slot reached the front
   std::vector<header> trailers;
   std::atomic<std::uint64_t> acked{0};  // stream bytes whose writes completed (any thread reads)
@@ -68,7 +72,8 @@ struct slot {
   std::function<void(body_piece)> on_body;
 };
 
-enum class op_kind { send, start_stream, chunk, end_stream, abort, dropped, stop, read_body, more_body };
+enum class op_kind { send, start_stream, chunk, end_stream, abort, dropped, stop, read_body, more_body,
+                     lend, lend_end };
 
 struct bridge_op {
   op_kind kind;
@@ -78,6 +83,8 @@ struct bridge_op {
   std::string data;
   std::vector<header> trailers;
   std::function<void(body_piece)> on_body;
+  std::function<void(int)> on_socket = {};
+  std::uint64_t count = 0;
 };
 
 // The one cross-thread queue (see the comment at the top of this file).
@@ -118,6 +125,16 @@ class connection_bridge {
   }
   void push_body(op_kind k, std::function<void(body_piece)> on_piece = {}) {
     bridge_op op{k, slot_, {}, {}, {}, {}, std::move(on_piece)};
+    hub_->push(std::move(op));
+  }
+  void push_lend(response head, std::function<void(int)> on_socket) {
+    bridge_op op{op_kind::lend, slot_, std::move(head), {}, {}, {}, {}};
+    op.on_socket = std::move(on_socket);
+    hub_->push(std::move(op));
+  }
+  void push_lend_end(std::uint64_t sent) {
+    bridge_op op{op_kind::lend_end, slot_, {}, {}, {}, {}, {}};
+    op.count = sent;
     hub_->push(std::move(op));
   }
   std::atomic<int>& state() { return state_; }

@@ -26,6 +26,7 @@
 #include <utility>
 
 #include <netdb.h>
+#include <fcntl.h>
 #include <unistd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -495,6 +496,8 @@ struct server::impl {
   }
 
   void send_continue(connection* c) {
+    // Never into a lent socket: the lender's bytes are on the wire (lend_end sends it).
+    if (!c->pending.empty() && c->pending.front()->lend_wanted && !c->pending.front()->ended) return;
     c->continue_wanted = false;
     batch(c).append_small("HTTP/1.1 100 Continue\r\n\r\n");
   }
@@ -695,6 +698,27 @@ struct server::impl {
         sl->aborted = true;
         if (sl->st == slot::state::waiting) sl->st = slot::state::streaming;
         break;
+      case op_kind::lend:
+        if (sl->st != slot::state::waiting) return;
+        sl->resp = std::move(op.resp);
+        sl->sized = sl->resp.stream_length.value_or(0);
+        sl->on_socket = std::move(op.on_socket);
+        sl->lend_wanted = true;
+        sl->st = slot::state::streaming;
+        break;
+      case op_kind::lend_end:
+        if (sl->st != slot::state::streaming || sl->ended || sl->aborted) return;
+        sl->lent = false;
+        sl->ended = true;
+        sl->sized_queued = op.count;
+        if (c) {
+          advance(c);
+          // A request behind this one that waits for 100 Continue gets it now.
+          if (!c->closing && c->continue_wanted && c->body_slot && !c->pending.empty() &&
+              c->pending.front() == c->body_slot)
+            send_continue(c);
+        }
+        return;
       case op_kind::read_body:
         if (!sl->body_streamed) return;
         sl->on_body = std::move(op.on_body);
@@ -741,8 +765,11 @@ struct server::impl {
         for (auto& ch : sl->chunks) write_chunk(c, sl, std::move(ch));
         sl->chunks.clear();
         if (sl->head_request) {
-          // HEAD: the head is the whole answer; later chunks go nowhere (connected() false).
+          // HEAD: the head is the whole answer; later chunks go nowhere (connected() false),
+          // and a lender gets no socket.
           sl->open.store(false);
+          if (auto lend = std::move(sl->on_socket)) lend(-1);
+          sl->on_socket = nullptr;
           finish_front(c, closes || sl->http_1_0);
           continue;
         }
@@ -796,6 +823,8 @@ struct server::impl {
       for (auto& rest : c->pending) {
         rest->conn = nullptr;
         rest->open.store(false);
+        if (auto lend = std::move(rest->on_socket)) lend(-1);
+        rest->on_socket = nullptr;
         release(rest->reserved);
       }
       c->pending.clear();
@@ -931,6 +960,12 @@ struct server::impl {
       s->close_conn(c);
       return;
     }
+    // A lent socket is handed over once its head is out and nothing else is queued.
+    if (!c->pending.empty() && c->queued == 0) {
+      auto sl = c->pending.front();
+      if (sl->lend_wanted && sl->head_written && !sl->lent && sl->on_socket && !sl->ended && !sl->aborted)
+        s->lend(c, sl.get());
+    }
     // Back-pressure: the stream at the front may produce more now.
     if (!c->pending.empty() && c->queued < kLowWater) {
       auto sl = c->pending.front();
@@ -949,6 +984,22 @@ struct server::impl {
     if (c->close_after_write && c->pending.empty() && c->queued == 0 &&
         (c->out == nullptr || c->out->empty()))
       s->finish_conn(c);
+  }
+
+  // The connection's socket, duplicated, to the slot's lender (responder::lend_socket).
+  void lend(connection* c, slot* sl) {
+    auto cb = std::move(sl->on_socket);
+    sl->on_socket = nullptr;
+    uv_os_fd_t fd = -1;
+    const int dup = uv_fileno(c->handle(), &fd) == 0 ? ::fcntl(fd, F_DUPFD_CLOEXEC, 0) : -1;
+    if (dup < 0) {
+      sl->aborted = true;
+      cb(-1);
+      advance(c);
+      return;
+    }
+    sl->lent = true;
+    cb(dup);
   }
 
   // ---- closing -----------------------------------------------------------------------------
@@ -991,6 +1042,14 @@ struct server::impl {
       // A producer waiting for room learns that there is nobody to write to.
       if (auto wake = std::move(sl->on_drain)) wake();
       sl->on_drain = nullptr;
+      // A lender waiting for the socket gets none; one holding it finds it shut down (its
+      // duplicate keeps the socket open, so closing ours alone would not stop it).
+      if (auto lend = std::move(sl->on_socket)) lend(-1);
+      sl->on_socket = nullptr;
+      if (sl->lent) {
+        uv_os_fd_t fd = -1;
+        if (uv_fileno(c->handle(), &fd) == 0) ::shutdown(fd, SHUT_RDWR);
+      }
       release(sl->reserved);
     }
     c->pending.clear();

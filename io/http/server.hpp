@@ -101,6 +101,17 @@ class responder {
   void end_stream(std::vector<header> trailers) const;
   // Drops the connection without a clean end (no terminating chunk, no trailers).
   void abort() const;
+
+  // A sized body (head.stream_length) the caller sends itself, straight from a file into
+  // the connection's socket (sendfile: no byte crosses user space). The loop writes the
+  // head; once it is written, `on_socket` is called on the loop thread with a duplicate of
+  // the connection's socket (non-blocking, close-on-exec; the caller closes it), or with -1
+  // when no body goes (a HEAD request, or the client went away). Until return_socket, the
+  // loop writes nothing else to that connection; if the connection must close meanwhile
+  // (shutdown, an error), the socket is shut down under the caller, whose next write
+  // fails. `sent` short of the length ends the connection (its Content-Length unmet).
+  void lend_socket(response head, std::function<void(int fd)> on_socket) const;
+  void return_socket(std::uint64_t sent) const;
   // True while the client connection is open.
   bool connected() const;
 
