@@ -21,10 +21,11 @@ namespace {
 
 using clock_type = std::chrono::steady_clock;
 
-// Compressed bytes a save may have handed to the connection and not yet seen written.
-constexpr std::uint64_t max_in_flight = 1u << 20;
-// Bytes read from the helper at a time: one chunk of the stream.
-constexpr std::size_t read_bytes = 256u << 10;
+// Compressed bytes a save may have handed to the connection and not yet seen written: a
+// few chunks, so that reading the helper's pipe and writing the socket overlap.
+constexpr std::uint64_t max_in_flight = 4u << 20;
+// Bytes read from the helper at a time (its pipe holds 1 MiB): one chunk of the stream.
+constexpr std::size_t read_bytes = 1u << 20;
 // How often a wait on the helper looks at the client and the deadline.
 constexpr int look_ms = 200;
 

@@ -8,6 +8,10 @@
 #include <zstd.h>
 
 #include <cerrno>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -155,22 +159,36 @@ std::pair<std::string, std::string> split_last(const std::string& rel) {
 
 // ---------------------------------------------------------------- the zstd side
 
+// libzstd's streaming decompression on a thread of its own, so that decompressing and
+// extracting overlap as `zstd -d | tar -x` does with two processes: the extraction (the
+// caller's thread) takes decompressed blocks from a bounded queue, at most `ahead` blocks
+// of 128 KiB behind the decompression.
 class zstd_in {
  public:
   explicit zstd_in(byte_source& src)
-      : src_(src), dctx_(ZSTD_createDCtx()), in_(ZSTD_DStreamInSize()), out_(ZSTD_DStreamOutSize()) {
+      : src_(src), dctx_(ZSTD_createDCtx()), in_(ZSTD_DStreamInSize()) {
     if (!dctx_) throw stop_error{outcome::failed, "out of memory"};
     // Frames asking for more than 64 MiB of window are refused (foreign --long archives).
     ZSTD_DCtx_setParameter(dctx_, ZSTD_d_windowLogMax, 26);
+    worker_ = std::thread([this] { produce(); });
   }
-  ~zstd_in() { ZSTD_freeDCtx(dctx_); }
+  ~zstd_in() {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      stop_ = true;
+    }
+    room_.notify_all();
+    src_.cancel();  // a read waiting for more of the body returns now
+    worker_.join();
+    ZSTD_freeDCtx(dctx_);
+  }
   zstd_in(const zstd_in&) = delete;
   zstd_in& operator=(const zstd_in&) = delete;
 
   // Whether the stream decompresses to nothing at all (an empty body): an empty archive,
   // which libarchive would call unrecognized. The block read to tell is kept for next().
   bool empty() {
-    held_ = next_block(&held_block_);
+    held_ = take(&held_block_);
     holding_ = true;
     return held_ == 0;
   }
@@ -183,16 +201,67 @@ class zstd_in {
       *block = held_block_;
       return held_;
     }
-    return next_block(block);
+    return take(block);
   }
 
+  std::optional<stop_error> error;
+
  private:
-  la_ssize_t next_block(const void** block) {
+  static constexpr std::size_t ahead = 8;
+
+  la_ssize_t take(const void** block) {
+    std::unique_lock<std::mutex> lk(mu_);
+    ready_.wait(lk, [&] { return !queue_.empty() || done_; });
+    if (!queue_.empty()) {
+      if (current_.capacity() > 0 && spare_.size() < ahead) spare_.push_back(std::move(current_));
+      current_ = std::move(queue_.front());
+      queue_.pop_front();
+      room_.notify_one();
+      *block = current_.data();
+      return static_cast<la_ssize_t>(current_.size());
+    }
+    if (failure_) {
+      error = failure_;
+      return -1;
+    }
+    return 0;
+  }
+
+  void produce() {
+    for (;;) {
+      std::string block;
+      {
+        std::lock_guard<std::mutex> lk(mu_);
+        if (!spare_.empty()) {  // a block libarchive is done with: no new zeroed buffer
+          block = std::move(spare_.back());
+          spare_.pop_back();
+        }
+      }
+      block.resize(ZSTD_DStreamOutSize());
+      std::optional<stop_error> err;
+      const la_ssize_t n = fill(block.data(), block.size(), err);
+      std::unique_lock<std::mutex> lk(mu_);
+      if (n <= 0) {
+        done_ = true;
+        failure_ = std::move(err);
+        ready_.notify_all();
+        return;
+      }
+      block.resize(static_cast<std::size_t>(n));
+      room_.wait(lk, [&] { return queue_.size() < ahead || stop_; });
+      if (stop_) return;
+      queue_.push_back(std::move(block));
+      ready_.notify_one();
+    }
+  }
+
+  // Decompresses into `out`: the count, 0 at a clean end, -1 with `err`.
+  la_ssize_t fill(char* out_data, std::size_t out_size, std::optional<stop_error>& err) {
     for (;;) {
       if (in_pos_ == in_len_ && !eof_) {
         auto n = src_.read(in_.data(), in_.size());
         if (n < 0) {
-          error = stop_error{outcome::failed, src_.failure()};
+          err = stop_error{outcome::failed, src_.failure()};
           return -1;
         }
         if (n == 0) {
@@ -204,42 +273,45 @@ class zstd_in {
       }
       if (in_pos_ == in_len_ && eof_) {
         if (mid_frame_) {
-          error = stop_error{outcome::malformed, "archive malformed: zstd: unexpected EOF"};
+          err = stop_error{outcome::malformed, "archive malformed: zstd: unexpected EOF"};
           return -1;
         }
         return 0;
       }
       ZSTD_inBuffer in{in_.data(), in_len_, in_pos_};
-      ZSTD_outBuffer out{out_.data(), out_.size(), 0};
+      ZSTD_outBuffer out{out_data, out_size, 0};
       const std::size_t r = ZSTD_decompressStream(dctx_, &out, &in);
       in_pos_ = in.pos;
       if (ZSTD_isError(r)) {
-        error = stop_error{outcome::malformed,
-                           std::string("archive malformed: zstd: ") + ZSTD_getErrorName(r)};
+        err = stop_error{outcome::malformed, std::string("archive malformed: zstd: ") + ZSTD_getErrorName(r)};
         return -1;
       }
       mid_frame_ = r != 0;
-      if (out.pos > 0) {
-        *block = out_.data();
-        return static_cast<la_ssize_t>(out.pos);
-      }
+      if (out.pos > 0) return static_cast<la_ssize_t>(out.pos);
     }
   }
 
-
- public:
-  std::optional<stop_error> error;
-
- private:
   byte_source& src_;
+  // The consumer's side.
   bool holding_ = false;
   la_ssize_t held_ = 0;
   const void* held_block_ = nullptr;
+  std::string current_;  // the block libarchive reads now
+  // The decompressor's side (its thread only).
   ZSTD_DCtx* dctx_;
-  std::vector<char> in_, out_;
+  std::vector<char> in_;
   std::size_t in_len_ = 0, in_pos_ = 0;
   bool eof_ = false;
   bool mid_frame_ = false;
+  // Between the two.
+  std::mutex mu_;
+  std::condition_variable ready_, room_;
+  std::deque<std::string> queue_;
+  std::vector<std::string> spare_;  // blocks to fill again
+  bool done_ = false;
+  bool stop_ = false;
+  std::optional<stop_error> failure_;
+  std::thread worker_;
 };
 
 la_ssize_t on_read(struct archive*, void* client, const void** block) {

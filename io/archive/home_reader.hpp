@@ -6,7 +6,8 @@
 // `..` and symlinks that lead out are refused however they are combined. Not transactional:
 // a failure part-way leaves what was extracted so far.
 //
-// Blocking (it writes files): run it off the scheduler and the loop thread.
+// Blocking (it writes files): run it off the scheduler and the loop thread. The body is
+// read and decompressed on a second thread (byte_source::read is called there).
 #include <sys/stat.h>
 
 #include <cstddef>
@@ -24,6 +25,9 @@ class byte_source {
   // read (client gone, deadline): `failure()` says why.
   virtual std::ptrdiff_t read(char* buf, std::size_t cap) = 0;
   virtual std::string failure() const = 0;
+  // Called from another thread once the restore no longer wants bytes: a read waiting for
+  // more returns (with -1) now. Sources whose reads never wait need not do anything.
+  virtual void cancel() {}
 };
 
 struct restore_result {

@@ -4,7 +4,6 @@
 #include <archive_entry.h>
 #include <dirent.h>
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zstd.h>
@@ -28,14 +27,13 @@ struct failure {
   throw failure{op + " " + path + ": " + std::strerror(errno)};
 }
 
-// The compressed side: libarchive's tar bytes in, one zstd frame out to the sink, its
-// SHA-256 and size counted on the way.
+// The compressed side: libarchive's tar bytes in, one zstd frame out to the sink, its size
+// counted on the way. (The digest of the bytes is the server's: it hashes what it sends.)
 class zstd_out {
  public:
   explicit zstd_out(const std::function<bool(std::string_view)>& sink)
-      : sink_(sink), cctx_(ZSTD_createCCtx()), digest_(EVP_MD_CTX_new()),
-        buf_(ZSTD_CStreamOutSize()) {
-    if (!cctx_ || !digest_) throw failure{"out of memory"};
+      : sink_(sink), cctx_(ZSTD_createCCtx()), buf_(ZSTD_CStreamOutSize()) {
+    if (!cctx_) throw failure{"out of memory"};
     ZSTD_CCtx_setParameter(cctx_, ZSTD_c_compressionLevel, 3);
     ZSTD_CCtx_setParameter(cctx_, ZSTD_c_checksumFlag, 1);
     // Level 3's own window (2 MiB for a stream of unknown size): within the original's 8 MiB.
@@ -43,12 +41,8 @@ class zstd_out {
     // is still one frame. Small jobs keep the memory held by the workers to a few MiB.
     ZSTD_CCtx_setParameter(cctx_, ZSTD_c_nbWorkers, 1);
     ZSTD_CCtx_setParameter(cctx_, ZSTD_c_jobSize, 1 << 20);
-    EVP_DigestInit_ex(digest_, EVP_sha256(), nullptr);
   }
-  ~zstd_out() {
-    ZSTD_freeCCtx(cctx_);
-    EVP_MD_CTX_free(digest_);
-  }
+  ~zstd_out() { ZSTD_freeCCtx(cctx_); }
   zstd_out(const zstd_out&) = delete;
   zstd_out& operator=(const zstd_out&) = delete;
 
@@ -57,18 +51,6 @@ class zstd_out {
   bool finish() { return pump(nullptr, 0, ZSTD_e_end); }
 
   std::uint64_t bytes() const { return bytes_; }
-  std::string sha256_hex() {
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned int n = 0;
-    EVP_DigestFinal_ex(digest_, md, &n);
-    static const char* hex = "0123456789abcdef";
-    std::string out;
-    for (unsigned i = 0; i < n; ++i) {
-      out += hex[md[i] >> 4];
-      out += hex[md[i] & 15];
-    }
-    return out;
-  }
   bool refused() const { return refused_; }
 
  private:
@@ -79,7 +61,6 @@ class zstd_out {
       const std::size_t left = ZSTD_compressStream2(cctx_, &out, &in, mode);
       if (ZSTD_isError(left)) throw failure{std::string("zstd: ") + ZSTD_getErrorName(left)};
       if (out.pos > 0) {
-        EVP_DigestUpdate(digest_, buf_.data(), out.pos);
         bytes_ += out.pos;
         if (!sink_(std::string_view(buf_.data(), out.pos))) {
           refused_ = true;
@@ -93,7 +74,6 @@ class zstd_out {
 
   const std::function<bool(std::string_view)>& sink_;
   ZSTD_CCtx* cctx_;
-  EVP_MD_CTX* digest_;
   std::vector<char> buf_;
   std::uint64_t bytes_ = 0;
   bool refused_ = false;
@@ -279,7 +259,6 @@ save_result write_home_archive(const std::string& home, const snapshot_excludes&
     if (!z.finish()) throw failure{"the client stopped reading"};
     result.ok = true;
     result.bytes = z.bytes();
-    result.sha256_hex = z.sha256_hex();
     result.entries = w.entries;
   } catch (const failure& f) {
     result.error = f.what;

@@ -21,7 +21,6 @@ struct save_result {
   bool ok = false;
   std::string error;         // why not (the first failure)
   std::uint64_t bytes = 0;   // compressed bytes handed to the sink
-  std::string sha256_hex;    // of exactly those bytes (ok only)
   std::uint64_t entries = 0;
 };
 

@@ -1,6 +1,8 @@
 #include "io/home/helper.hpp"
 
 #include <fcntl.h>
+#include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -162,20 +164,39 @@ int save(const options& o) {
   return r.ok ? 0 : 1;
 }
 
+// The archive from the server's pipe. Read on the restore's decompressing thread; a restore
+// that ended early (a malformed entry) cancels a read that waits for more.
 class pipe_source : public archive::byte_source {
  public:
+  pipe_source() : cancel_(::eventfd(0, EFD_CLOEXEC)) {}
+  ~pipe_source() override {
+    if (cancel_ >= 0) ::close(cancel_);
+  }
   std::ptrdiff_t read(char* buf, std::size_t cap) override {
     for (;;) {
+      pollfd p[2] = {{kData, POLLIN, 0}, {cancel_, POLLIN, 0}};
+      if (::poll(p, cancel_ >= 0 ? 2 : 1, -1) < 0 && errno != EINTR) break;
+      if (cancel_ >= 0 && p[1].revents != 0) {
+        failure_ = "the restore ended";
+        return -1;
+      }
+      if (p[0].revents == 0) continue;
       const ssize_t n = ::read(kData, buf, cap);
       if (n >= 0) return n;
-      if (errno == EINTR) continue;
-      failure_ = std::string("read the archive: ") + std::strerror(errno);
-      return -1;
+      if (errno == EINTR || errno == EAGAIN) continue;
+      break;
     }
+    failure_ = std::string("read the archive: ") + std::strerror(errno);
+    return -1;
   }
   std::string failure() const override { return failure_; }
+  void cancel() override {
+    const std::uint64_t one = 1;
+    if (cancel_ >= 0) (void)!::write(cancel_, &one, sizeof one);
+  }
 
  private:
+  int cancel_;
   std::string failure_;
 };
 

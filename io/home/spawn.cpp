@@ -43,6 +43,9 @@ bool start_helper(const std::string& binary, const std::vector<std::string>& arg
     close_all({ctl[0], ctl[1]});
     return false;
   }
+  // An archive crosses this pipe: 1 MiB instead of 64 KiB takes a sixteenth of the wake-ups
+  // (best effort: a smaller fs.pipe-max-size keeps the default).
+  if (pipe != data_pipe::none) ::fcntl(dat[0], F_SETPIPE_SZ, 1 << 20);
   int child_data = pipe == data_pipe::from_helper ? dat[1] : pipe == data_pipe::to_helper ? dat[0] : -1;
   int server_data = pipe == data_pipe::from_helper ? dat[0] : pipe == data_pipe::to_helper ? dat[1] : -1;
   if (pipe == data_pipe::none) child_data = ::open("/dev/null", O_RDWR | O_CLOEXEC);

@@ -206,15 +206,16 @@ bool own_root_world(const world_spec& w, fd_set_guard& fds, int job_fd, int view
 
   // The trees first: a tree holding the job dir (the default layout puts the state dir in
   // HOME) copies the root's tmpfs along, and that copy ends under the state dir's mask.
-  for (const auto& t : trees) {
+  // A granted tree inside /dev (the server's HOME in /dev/shm, for a Home operation: a job
+  // is never granted one there) goes after the world's own /dev, or its tmpfs would cover it.
+  auto place = [&](const tree& t) {
     const std::string at = root + t.path;
-    if (!t.link.empty()) {
-      if (!fs::make_dirs(fs::parent_of(at), 0755, err) || !make_symlink(t.link, at, err))
-        return false;
-    } else if (!bind_at(t.fd, at, t.a, err)) {
-      return false;
-    }
-  }
+    if (!t.link.empty())
+      return fs::make_dirs(fs::parent_of(at), 0755, err) && make_symlink(t.link, at, err);
+    return bind_at(t.fd, at, t.a, err);
+  };
+  for (const auto& t : trees)
+    if (!sandbox::is_within(t.path, "/dev") && !place(t)) return false;
   if (!mount_job_proc(root, null_fd, err)) return false;
 
   const std::string dev = root + "/dev";
@@ -231,6 +232,8 @@ bool own_root_world(const world_spec& w, fd_set_guard& fds, int job_fd, int view
     return false;
   if (!ptmx_bound && !make_symlink("pts/ptmx", dev + "/ptmx", err)) return false;
   if (!make_dev_links(dev, err)) return false;
+  for (const auto& t : trees)
+    if (sandbox::is_within(t.path, "/dev") && !place(t)) return false;
 
   if (!exists(root + "/tmp") && !fs::make_dirs(root + "/tmp", 0755, err)) return false;
 

@@ -239,5 +239,31 @@ class HomeProperty(unittest.TestCase):
         self.assertEqual(tree(state), state_before)
 
 
+class HomeUnderDevShm(unittest.TestCase):
+    """The server's HOME under /dev/shm (a tmpfs some deployments and this project's
+    benchmarks use; jobs may not be granted it, /dev being a system tree, but the file API
+    and snapshots serve it): the helper's world mounts its own /dev, and must bind the HOME
+    after it, or the file API and a save see an empty directory."""
+
+    def test_home_operations_see_it(self):
+        if not os.path.isdir("/dev/shm"):
+            self.skipTest("no /dev/shm")
+        home = tempfile.mkdtemp(prefix="shellctl-e2e-shm-", dir="/dev/shm")
+        try:
+            with open(os.path.join(home, "seed.txt"), "w") as f:
+                f.write("seed\n")
+            with Server(token=TOKEN, home=home) as server:
+                st, _, body = server.request("GET", "/v1/files/content?path=seed.txt")
+                self.assertEqual((st, body), (200, b"seed\n"))
+                st, _, body = server.request("PUT", "/v1/files/content?path=put.txt", raw_body=b"put\n")
+                self.assertEqual(st, 200, body)
+                st, _, archive = server.request("POST", "/v1/snapshot/save")
+                self.assertEqual(st, 200, archive)
+                names = sorted(m.name for m in save_members(archive)[0])
+                self.assertEqual(names, ["put.txt", "seed.txt"])
+        finally:
+            shutil.rmtree(home, ignore_errors=True)
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -181,7 +181,7 @@ class Image(unittest.TestCase):
                  f"for t in {tools}; do command -v $t >/dev/null || echo missing $t; done; "
                  "ls /usr/local/libexec/shellctl; stat -c '%U' /workspace /home/dify; test -f /etc/ssl/certs/ca-certificates.crt && echo certs"])
         self.assertNotIn("missing", r.stdout)
-        self.assertIn("shellctl-runner\nshellctl-runner-exit\nshellctl-sanitize-pty", r.stdout)
+        self.assertIn("shellctl-home\nshellctl-runner\nshellctl-runner-exit\nshellctl-sanitize-pty", r.stdout)
         self.assertIn("dify\ndify\n", r.stdout)
         self.assertIn("certs", r.stdout)
 
@@ -236,6 +236,49 @@ class Image(unittest.TestCase):
         # Nothing reached the container's /tmp.
         r = run(["podman", "exec", self.name, "ls", "-A", "/tmp"])
         self.assertNotIn("escape", r.stdout)
+
+    def raw(self, method, path, data=None):
+        """(status, body bytes) of one request with a binary body."""
+        import http.client
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=120)
+        try:
+            conn.request(method, path, body=data, headers={"Authorization": f"Bearer {TOKEN}"})
+            r = conn.getresponse()
+            return r.status, r.read()
+        finally:
+            conn.close()
+
+    def test_home_operations_are_confined_as_jobs_are(self):
+        """The image's layout is the dangerous one (the state dir in Home, the server as
+        dify): the file API and snapshots work, and an archive aimed at the runner link is
+        refused while the next job still runs sandboxed."""
+        st, body = self.raw("PUT", "/v1/files/content?path=/workspace/img.txt", b"in the image")
+        self.assertEqual(st, 200, body)
+        self.assertEqual(self.raw("GET", "/v1/files/content?path=/workspace/img.txt"), (200, b"in the image"))
+        st, body = self.raw("GET", "/v1/files/content?path=.local/share/shellctl/shellctl.db")
+        self.assertEqual(st, 403, body)
+        st, archive = self.raw("POST", "/v1/snapshot/save")
+        self.assertEqual(st, 200, archive)
+        names = subprocess.run(["sh", "-c", "zstd -q -d -c | tar -tf -"], input=archive,
+                               capture_output=True, check=True).stdout.decode().split()
+        self.assertFalse([n for n in names if n.startswith(".local/share/shellctl")], names)
+        st, body = self.raw("POST", "/v1/snapshot/restore", archive)
+        self.assertEqual(st, 200, body)
+        evil = subprocess.run(
+            ["python3", "-c", "import io,sys,tarfile\n"
+             "b=io.BytesIO()\n"
+             "t=tarfile.open(fileobj=b,mode='w')\n"
+             "i=tarfile.TarInfo('.local/share/shellctl/runtime/bin/shellctl-runner')\n"
+             "i.type=tarfile.SYMTYPE; i.linkname='/home/dify/evil.sh'\n"
+             "t.addfile(i); t.close(); sys.stdout.buffer.write(b.getvalue())"],
+            capture_output=True, check=True).stdout
+        evil = subprocess.run(["zstd", "-q", "-c"], input=evil, capture_output=True, check=True).stdout
+        st, body = self.raw("POST", "/v1/snapshot/restore", evil)
+        self.assertEqual(st, 400, body)
+        link = run(["podman", "exec", self.name, "readlink", "/home/dify/.local/share/shellctl/runtime/bin/shellctl-runner"])
+        self.assertEqual(link.stdout.strip(), "/usr/local/libexec/shellctl/shellctl-runner")
+        body = self.job("test -e /home/dify/.local/share/shellctl/shellctl.db && echo visible; echo sandboxed")
+        self.assertEqual(body["output"].split(), ["sandboxed"], body)
 
     def test_healthcheck_passes(self):
         r = run(["podman", "healthcheck", "run", self.name], check=False, timeout=60)

@@ -33,6 +33,7 @@ class StagedInstall(unittest.TestCase):
                        for d, _, files in os.walk(self.root) for f in files)
         self.assertEqual(found, [
             "bin/dify-agent", "bin/shellctl",
+            "libexec/shellctl/shellctl-home",
             "libexec/shellctl/shellctl-runner", "libexec/shellctl/shellctl-runner-exit",
             "libexec/shellctl/shellctl-sanitize-pty",
             # The native supervisor's deployment files (present, activating nothing).
@@ -40,12 +41,13 @@ class StagedInstall(unittest.TestCase):
             "share/dify-native/native-test-start.sh", "share/dify-native/native-test-supervisor.service",
             "share/dify-native/native-test-userns.apparmor",
             "share/shellctl/agent_cli_help.json", "share/shellctl/shellctl.service"])
-        for exe in found[:5] + ["share/dify-native/native-test-start.sh"]:
+        for exe in found[:6] + ["share/dify-native/native-test-start.sh"]:
             self.assertTrue(os.access(os.path.join(self.root, exe), os.X_OK), exe)
 
     def test_every_binary_answers_help(self):
         for exe, word in (("bin/shellctl", "Usage: shellctl serve"),
                           ("bin/dify-agent", "Usage:\n  dify-agent [command]"),
+                          ("libexec/shellctl/shellctl-home", "Usage: shellctl-home"),
                           ("libexec/shellctl/shellctl-runner", "Usage: shellctl-runner"),
                           ("libexec/shellctl/shellctl-runner-exit", "shellctl-runner-exit"),
                           ("libexec/shellctl/shellctl-sanitize-pty", "shellctl-sanitize-pty")):
@@ -94,6 +96,13 @@ class StagedInstall(unittest.TestCase):
                                  ("exited", 0, "installed-42\n"), mode)
             link = os.readlink(os.path.join(s.runtime_dir, "bin", "shellctl-runner"))
             self.assertEqual(link, f"{PREFIX}/libexec/shellctl/shellctl-runner")
+            # Home operations go through the installed shellctl-home.
+            st, _, body = s.request("PUT", "/v1/files/content?path=installed.txt", raw_body=b"via libexec")
+            self.assertEqual(st, 200, body)
+            st, _, body = s.request("GET", "/v1/files/content?path=installed.txt")
+            self.assertEqual((st, body), (200, b"via libexec"))
+            st, _, body = s.request("POST", "/v1/snapshot/save")
+            self.assertEqual(st, 200, body)
 
 
 if __name__ == "__main__":

@@ -70,8 +70,6 @@ TEST_CASE("a Home with every kind of entry: what tar lists, in walk order, owned
   REQUIRE_MESSAGE(r.ok, r.error);
   CHECK(r.bytes == bytes.size());
   const auto path = to_file(t.dir, bytes);
-  // The trailer's digest is of exactly these bytes.
-  CHECK(run("sha256sum '" + path + "' | cut -c1-64").substr(0, 64) == r.sha256_hex);
   // One frame with a checksum, which zstd verifies.
   run("zstd -q -t '" + path + "'");
   CHECK(run("zstd -lv '" + path + "'").find("XXH64") != std::string::npos);
