@@ -262,7 +262,18 @@ file_written upload(caf::blocking_actor* self, const file_settings& cfg, file_wr
   const auto opened = ch.ask(ask, &temp);
   check_passed(temp, true);
   upload_sink sink(temp.get(), opened.path);
-  receive_body(self, cfg, r, sink);
+  try {
+    receive_body(self, cfg, r, sink);
+  } catch (...) {
+    // The temporary file goes before the answer: its space is free when the client hears
+    // of the failure (a full disk stays full otherwise until the worker notices).
+    temp.reset();
+    try {
+      ch.ask(make(io::home::op::discard, r.path));
+    } catch (...) {
+    }
+    throw;
+  }
   temp.reset();  // the worker syncs and renames its own descriptor of the same file
   const auto done = ch.ask(make(io::home::op::commit, r.path));
   if (done.meta.size != sink.size())

@@ -275,6 +275,9 @@ void serve_channel(const fs::file_roots& roots, int channel) {
           out.path = upload->path();
           pass = upload->fd();
           break;
+        case op::discard:
+          upload.reset();  // its space is free before the answer
+          break;
         case op::commit:
           if (!upload) throw fs::file_failure(fs::file_errc::io, "commit without an upload");
           out.path = upload->path();
@@ -289,6 +292,8 @@ void serve_channel(const fs::file_roots& roots, int channel) {
     } catch (const std::exception& e) {
       out = failure(status::io, e.what());
     }
+    // A commit that failed drops its temporary file before the answer, as discard does.
+    if (req->kind == op::commit && out.st != status::ok) upload.reset();
     send_on(channel, out, pass);
     if (pass >= 0 && req->kind == op::open_read) ::close(pass);
   }

@@ -22,7 +22,8 @@
 //          then takes channels until the control socket closes; on each channel one
 //          request after another: stat, list, mkdir, remove, move (a reply each), open_read
 //          (the reply carries the open file), open_write (the reply carries the temporary
-//          file; the server writes it, then sends commit, or closes the channel to drop it).
+//          file; the server writes it, then sends commit, or discard (or closes the channel)
+//          to drop it).
 #include <string>
 #include <vector>
 

@@ -33,8 +33,9 @@ enum class op : std::uint8_t {
   save,        // excludes, skip → count (entries); the archive went down the data pipe
   restore,     // skip → count (entries), bytes (written); the archive came up the data pipe
   files,       // skip → ok once the file worker serves (its first frame)
+  discard,     // (after open_write) → ok once the temporary file is gone (an upload that failed)
 };
-constexpr std::uint8_t op_last = static_cast<std::uint8_t>(op::files);
+constexpr std::uint8_t op_last = static_cast<std::uint8_t>(op::discard);
 
 struct request {
   op kind = op::stat;
