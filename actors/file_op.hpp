@@ -7,10 +7,10 @@
 // temporary file it created for the upload. The op streams the bytes from or into that
 // descriptor, then (an upload) asks the worker to rename it over the target.
 //
-// Transfers are flow-controlled by messages, as a snapshot is: a download sends a chunk and,
-// with more than its in-flight bound unwritten, waits for `stream_drained`; an upload asks
-// the connection for the next body piece and waits for `body_arrived`. A peer that stops
-// for `idle` (no drain, no body piece) ends the transfer; one that goes away wakes it.
+// A download's bytes go by sendfile into the connection's socket, which the loop lends the
+// op once the head is written (`socket_lent`); an upload asks the connection for the next
+// body piece and waits for `body_arrived`. A peer that stops for `idle` (no room in the
+// socket, no body piece) ends the transfer; one that goes away ends it at once.
 //
 // A blocking actor: CAF 0.17 has no typed blocking actors, so its handle is an untyped
 // caf::actor, known only to the edge that spawned it.

@@ -73,9 +73,9 @@ snapshot_gate_actor::behavior_type snapshot_gate(self_ptr self, snapshot_setting
         return admit<snapshot_restore_request, snapshot_restored>(self, cfg, metrics, req);
       },
       [self](shutdown_jobs&) {
-        // An operation under way is not interrupted from here (it may be inside libarchive,
-        // which must not be unwound): it ends at its deadline, or at once when the server's
-        // connections close and its client is gone.
+        // An operation under way is not interrupted from here: it ends when its client is
+        // gone (the server's shutdown closes every connection) or at its deadline, and its
+        // confined helper is killed either way (actors/snapshot_op.cpp).
         self->quit();
       },
   };

@@ -10,11 +10,13 @@ On one generated Home (many small files, some large compressible ones, some inco
             `zstd -d | tar -xf -` of the same archive
   RSS       the server's peak resident set growth during each (VmHWM before/after)
   overhead  a 100-file Home saved and restored, against an empty one
+  compare   with --compare DIR: the save and restore of another build (DIR holds its
+            shellctl and helpers) on the same Home, interleaved with ours round by round
 
 Each figure is the best of three runs. The trees live on a tmpfs (/dev/shm) when it has
 room: on ext4, creating thousands of files right after deleting thousands costs whoever
 comes second seconds of inode search, which would measure the file system, not us.
-Usage: snapshot_bench.py [path/to/shellctl] [--quick]
+Usage: snapshot_bench.py [path/to/shellctl] [--quick] [--compare DIR]
 """
 import os
 import shutil
@@ -117,12 +119,18 @@ def work_dir():
     return tempfile.mkdtemp(prefix="shellctl-snapbench-"), "disk"
 
 
-def server_in(work, name):
-    home = os.path.join(work, name + "-home")
-    os.makedirs(home)
-    s = Server(start=False, home=home, env={"SHELLCTL_SNAPSHOT_TIMEOUT": "30m"})
+def server_in(work, name, home=None, bin_dir=None):
+    home = home or os.path.join(work, name + "-home")
+    os.makedirs(home, exist_ok=True)
+    s = Server(start=False, home=home, env={"SHELLCTL_SNAPSHOT_TIMEOUT": "30m"}, bin_dir=bin_dir)
     s.state_dir = os.path.join(work, name + "-state")
     return s.start()
+
+
+def clear(home):
+    for entry in os.listdir(home):
+        p = os.path.join(home, entry)
+        shutil.rmtree(p) if os.path.isdir(p) and not os.path.islink(p) else os.unlink(p)
 
 
 def main():
@@ -149,13 +157,32 @@ def main():
         for _ in range(RUNS):
             empty_dir(ref_dest)
             restore_ref.append(pipeline_restore(ours_archive, ref_dest))
-            for entry in os.listdir(dst.home):
-                p = os.path.join(dst.home, entry)
-                shutil.rmtree(p) if os.path.isdir(p) and not os.path.islink(p) else os.unlink(p)
+            clear(dst.home)
             reset_hwm(dst.proc.pid)
             base = hwm_kib(dst.proc.pid)
             restore_ours.append(http_restore(dst.port, ours_archive))
             rss_restore.append(hwm_kib(dst.proc.pid) - base)
+        if "--compare" in sys.argv:
+            # The other build on the same Home and archive, round by round with ours.
+            other_dir = os.path.abspath(sys.argv[sys.argv.index("--compare") + 1])
+            osrc = server_in(work, "osrc", home=src.home, bin_dir=other_dir)
+            odst = server_in(work, "odst", bin_dir=other_dir)
+            other_archive = os.path.join(work, "other.tar.zst")
+            cs, cso, cr, cro = [], [], [], []
+            try:
+                for _ in range(RUNS):
+                    cs.append(http_save(src.port, ours_archive))
+                    cso.append(http_save(osrc.port, other_archive))
+                    clear(dst.home)
+                    cr.append(http_restore(dst.port, ours_archive))
+                    clear(odst.home)
+                    cro.append(http_restore(odst.port, ours_archive))
+            finally:
+                osrc.close()
+                odst.close()
+            print(f"  compared, interleaved: save {mb / min(cs):.0f} MB/s against {mb / min(cso):.0f} MB/s "
+                  f"({min(cso) / min(cs):.2f}x), restore {mb / min(cr):.0f} MB/s against "
+                  f"{mb / min(cro):.0f} MB/s ({min(cro) / min(cr):.2f}x) for {other_dir}")
         so, sr, ro, rr = min(save_ours), min(save_ref), min(restore_ours), min(restore_ref)
         print(f"  archive sizes: ours {os.path.getsize(ours_archive) / 1e6:.0f} MB, "
               f"tar|zstd -3 {os.path.getsize(ref_archive) / 1e6:.0f} MB")

@@ -102,21 +102,15 @@ bool send_frame(int sock, std::string_view payload, int fd, deadline until) {
   return true;
 }
 
-recv_result recv_frame(int sock, std::string& payload, int* fd, deadline until) {
-  if (fd != nullptr) *fd = -1;
-  unsigned char head[4];
-  std::size_t got = 0;
-  auto fail_with = [&](recv_result r) {
-    if (fd != nullptr && *fd >= 0) {
-      const int e = errno;
-      ::close(*fd);
-      *fd = -1;
-      errno = e;
-    }
-    return r;
-  };
-  while (got < 4) {
-    iovec iov{head + got, 4 - got};
+namespace {
+
+// Exactly `len` bytes into `buf`. Descriptors are kept (in `*keep`, when not null and still
+// -1) only from the read that takes the first byte; any others are closed. `closed` when
+// the peer closed before the first byte.
+recv_result recv_exact(int sock, char* buf, std::size_t len, int* keep, deadline until) {
+  std::size_t have = 0;
+  while (have < len) {
+    iovec iov{buf + have, len - have};
     control_buffer ctl{};
     msghdr msg{};
     msg.msg_iov = &iov;
@@ -125,23 +119,42 @@ recv_result recv_frame(int sock, std::string& payload, int* fd, deadline until) 
     msg.msg_controllen = sizeof ctl.buf;
     const ssize_t r = ::recvmsg(sock, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
     if (r > 0) {
-      take_fds(msg, fd);
-      got += static_cast<std::size_t>(r);
+      take_fds(msg, have == 0 ? keep : nullptr);
+      have += static_cast<std::size_t>(r);
       continue;
     }
     if (r == 0) {
-      if (got == 0) return recv_result::closed;
+      if (have == 0 && keep != nullptr) return recv_result::closed;
       errno = EPIPE;
-      return fail_with(recv_result::failed);
+      return recv_result::failed;
     }
     if (errno == EINTR) continue;
     if (errno == EAGAIN || errno == EWOULDBLOCK) {
       if (!wait_ready(sock, POLLIN, until))
-        return fail_with(errno == ETIMEDOUT ? recv_result::timeout : recv_result::failed);
+        return errno == ETIMEDOUT ? recv_result::timeout : recv_result::failed;
       continue;
     }
-    return fail_with(recv_result::failed);
+    return recv_result::failed;
   }
+  return recv_result::frame;
+}
+
+}  // namespace
+
+recv_result recv_frame(int sock, std::string& payload, int* fd, deadline until) {
+  int held = -1;
+  auto fail_with = [&](recv_result r) {
+    if (held >= 0) {
+      const int e = errno;
+      ::close(held);
+      held = -1;
+      errno = e;
+    }
+    return r;
+  };
+  unsigned char head[4];
+  const auto h = recv_exact(sock, reinterpret_cast<char*>(head), sizeof head, &held, until);
+  if (h != recv_result::frame) return fail_with(h);
   std::uint32_t n = 0;
   for (int i = 0; i < 4; ++i) n |= static_cast<std::uint32_t>(head[i]) << (8 * i);
   if (n > max_frame) {
@@ -149,81 +162,11 @@ recv_result recv_frame(int sock, std::string& payload, int* fd, deadline until) 
     return fail_with(recv_result::failed);
   }
   payload.resize(n);
-  std::size_t have = 0;
-  while (have < n) {
-    // Descriptors belong only with a frame's first byte: any that come later are closed.
-    iovec iov{payload.data() + have, n - have};
-    control_buffer ctl{};
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = ctl.buf;
-    msg.msg_controllen = sizeof ctl.buf;
-    const ssize_t r = ::recvmsg(sock, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-    if (r > 0) {
-      take_fds(msg, nullptr);
-      have += static_cast<std::size_t>(r);
-      continue;
-    }
-    if (r == 0) {
-      errno = EPIPE;
-      return fail_with(recv_result::failed);
-    }
-    if (errno == EINTR) continue;
-    if (errno == EAGAIN || errno == EWOULDBLOCK) {
-      if (!wait_ready(sock, POLLIN, until))
-        return fail_with(errno == ETIMEDOUT ? recv_result::timeout : recv_result::failed);
-      continue;
-    }
-    return fail_with(recv_result::failed);
-  }
+  const auto b = recv_exact(sock, payload.data(), n, nullptr, until);
+  if (b != recv_result::frame) return fail_with(b == recv_result::closed ? recv_result::failed : b);
+  if (fd != nullptr) *fd = held;
+  else if (held >= 0) ::close(held);
   return recv_result::frame;
-}
-
-bool send_channel(int sock, int fd, deadline until) {
-  for (;;) {
-    char byte = 'c';
-    iovec iov{&byte, 1};
-    control_buffer ctl{};
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = ctl.buf;
-    msg.msg_controllen = CMSG_SPACE(sizeof(int));
-    cmsghdr* c = CMSG_FIRSTHDR(&msg);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
-    const ssize_t w = ::sendmsg(sock, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
-    if (w == 1) return true;
-    if (w < 0 && errno == EINTR) continue;
-    if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      if (!wait_ready(sock, POLLOUT, until)) return false;
-      continue;
-    }
-    return false;
-  }
-}
-
-int recv_channel(int sock) {
-  for (;;) {
-    char byte = 0;
-    iovec iov{&byte, 1};
-    control_buffer ctl{};
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = ctl.buf;
-    msg.msg_controllen = sizeof ctl.buf;
-    const ssize_t r = ::recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return -1;
-    int fd = -1;
-    take_fds(msg, &fd);
-    if (fd >= 0) return fd;
-    // A byte without a descriptor: nothing to serve; wait for the next.
-  }
 }
 
 }  // namespace shellctl::io::home

@@ -5,8 +5,8 @@
 // first byte). Both calls work on blocking and non-blocking sockets alike (they poll) and
 // end by their deadline, so a peer that stops answering never holds the caller.
 //
-// And the file worker's doorbell (io/home/helper.hpp): one byte with one descriptor on a
-// SOCK_SEQPACKET socket hands the worker a new channel.
+// The file worker's doorbell (actors/home_files.cpp) is a frame too: an empty one whose
+// descriptor is the worker's end of a new channel.
 #include <chrono>
 #include <cstddef>
 #include <string>
@@ -31,10 +31,5 @@ enum class recv_result {
 // A descriptor that came with the frame is returned in `*fd` (close-on-exec) when `fd` is
 // not null, closed otherwise; any more than one are closed.
 recv_result recv_frame(int sock, std::string& payload, int* fd, deadline until = no_deadline());
-
-// The doorbell: one byte and `fd`. False with errno (EPIPE: the worker is gone).
-bool send_channel(int sock, int fd, deadline until);
-// The next channel handed over: its descriptor, or -1 when the socket closed (or failed).
-int recv_channel(int sock);
 
 }  // namespace shellctl::io::home

@@ -10,7 +10,6 @@ directory only the test can see, or the next job runs outside its sandbox. After
 attack all three are checked, and the server must still answer at once (its snapshot gate
 free) and stop on SIGTERM.
 """
-import hashlib
 import io
 import os
 import shutil
@@ -25,6 +24,9 @@ import unittest
 import uuid
 
 from harness import Server, wait_until
+
+sys.path.insert(0, os.path.dirname(__file__))
+from home_trees import tree_of  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "helpers"))
 from helper_support import ensure_test_user  # noqa: E402
@@ -66,28 +68,7 @@ def untar_names(archive):
         return [m.name for m in t.getmembers()], raw
 
 
-def state_tree(state_dir):
-    """Every name below the state dir with its type, link target and (but for the
-    database and its journal files) content hash."""
-    out = {}
-    for root, dirs, files in os.walk(state_dir):
-        for name in dirs + files:
-            path = os.path.join(root, name)
-            rel = os.path.relpath(path, state_dir)
-            st = os.lstat(path)
-            if stat.S_ISLNK(st.st_mode):
-                out[rel] = ("link", os.readlink(path))
-            elif stat.S_ISDIR(st.st_mode):
-                out[rel] = ("dir",)
-            elif stat.S_ISREG(st.st_mode):
-                if name.startswith("shellctl.db"):
-                    out[rel] = ("file", "database", st.st_ino)
-                else:
-                    with open(path, "rb") as f:
-                        out[rel] = ("file", hashlib.sha256(f.read()).hexdigest(), st.st_ino)
-            else:
-                out[rel] = ("other", stat.S_IFMT(st.st_mode), st.st_ino)
-    return out
+state_tree = tree_of
 
 
 def settled_state_tree(state_dir, bound=10.0):

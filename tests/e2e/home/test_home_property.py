@@ -10,7 +10,6 @@ loops, dangling; hard links; FIFOs; sockets) and whatever archive is restored in
 The server runs with its state dir in the default place inside Home (where a mistake would
 reach it) and serves the cases one after another; Home is planted afresh for each.
 SHELLCTL_PROPERTY_CASES sets the number of cases (60)."""
-import hashlib
 import io
 import os
 import random
@@ -18,43 +17,22 @@ import shutil
 import socket
 import stat
 import subprocess
+import sys
 import tarfile
 import tempfile
 import unittest
 
 from harness import Server
 
+sys.path.insert(0, os.path.dirname(__file__))
+from home_trees import tree_of  # noqa: E402
+
 TOKEN = "home-property"
 CASES = int(os.environ.get("SHELLCTL_PROPERTY_CASES", "60"))
 OUTSIDE_SECRET = b"outside-secret-3b1f"
 
 
-def tree(root, skip=None):
-    """name -> (type, link target or content hash) of everything below `root`."""
-    out = {}
-    for base, dirs, files in os.walk(root):
-        if skip is not None and os.path.abspath(base) == skip:
-            dirs[:] = []
-            continue
-        for name in dirs + files:
-            path = os.path.join(base, name)
-            if skip is not None and os.path.abspath(path) == skip:
-                continue
-            rel = os.path.relpath(path, root)
-            st = os.lstat(path)
-            if stat.S_ISLNK(st.st_mode):
-                out[rel] = ("link", os.readlink(path))
-            elif stat.S_ISDIR(st.st_mode):
-                out[rel] = ("dir",)
-            elif stat.S_ISREG(st.st_mode):
-                if name.startswith("shellctl.db"):
-                    out[rel] = ("file", "database")
-                else:
-                    with open(path, "rb") as f:
-                        out[rel] = ("file", hashlib.sha256(f.read()).hexdigest())
-            else:
-                out[rel] = ("other", stat.S_IFMT(st.st_mode))
-    return out
+tree = tree_of
 
 
 class Planter:

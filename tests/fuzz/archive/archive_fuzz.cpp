@@ -16,27 +16,14 @@
 
 #include "io/archive/excludes.hpp"
 #include "io/archive/home_reader.hpp"
+#include "tests/fuzz/support/bytes_source.hpp"
 #include "tests/fuzz/support/sandboxed_home.hpp"
 
 namespace archive = shellctl::io::archive;
 
 namespace {
 
-class bytes_source : public archive::byte_source {
- public:
-  explicit bytes_source(std::string b) : b_(std::move(b)) {}
-  std::ptrdiff_t read(char* buf, std::size_t cap) override {
-    const std::size_t n = std::min(cap, b_.size() - pos_);
-    std::memcpy(buf, b_.data() + pos_, n);
-    pos_ += n;
-    return static_cast<std::ptrdiff_t>(n);
-  }
-  std::string failure() const override { return "unused"; }
-
- private:
-  std::string b_;
-  std::size_t pos_ = 0;
-};
+using shellctl::fuzz::bytes_source;
 
 void restore(const std::string& stream) {
   const std::string home = shellctl::fuzz::fresh_home();

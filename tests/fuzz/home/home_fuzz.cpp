@@ -30,6 +30,7 @@
 
 #include "io/archive/excludes.hpp"
 #include "io/archive/home_reader.hpp"
+#include "tests/fuzz/support/bytes_source.hpp"
 #include "io/archive/home_writer.hpp"
 #include "io/home/frames.hpp"
 #include "io/home/wire.hpp"
@@ -135,21 +136,7 @@ void plant(const std::uint8_t*& p, const std::uint8_t* end) {
   }
 }
 
-class bytes_source : public archive::byte_source {
- public:
-  explicit bytes_source(std::string b) : b_(std::move(b)) {}
-  std::ptrdiff_t read(char* buf, std::size_t cap) override {
-    const std::size_t n = std::min(cap, b_.size() - pos_);
-    std::memcpy(buf, b_.data() + pos_, n);
-    pos_ += n;
-    return static_cast<std::ptrdiff_t>(n);
-  }
-  std::string failure() const override { return "unused"; }
-
- private:
-  std::string b_;
-  std::size_t pos_ = 0;
-};
+using shellctl::fuzz::bytes_source;
 
 void wire(const std::string& input) {
   if (auto r = home::decode_request(input))
