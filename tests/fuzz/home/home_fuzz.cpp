@@ -115,7 +115,8 @@ void plant(const std::uint8_t*& p, const std::uint8_t* end) {
     switch (kind % 6) {
       case 0: ::mkdir(path.c_str(), 0755); break;
       case 1: {
-        const int fd = ::open(path.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 04755);
+        // Never waits: a FIFO planted earlier at this name would block a plain open.
+        const int fd = ::open(path.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 04755);
         if (fd >= 0) ::close(fd);
         break;
       }
