@@ -142,13 +142,14 @@ void end_job_cgroup(self_ptr self, std::function<void()> then = {}) {
             [done](caf::error&) { done(false, "the cgroup reaper is gone"); });
 }
 
-// The processes of the running job: its cgroup's (minus the namespaced init, which
-// forwards signals itself), else those found from its runner (io/proc/job_processes.hpp).
+// The processes of the running job: its cgroup's and those of every cgroup the job made
+// below it (minus the namespaced init, which forwards signals itself), else those found
+// from its runner (io/proc/job_processes.hpp).
 std::vector<pid_t> job_pids(self_ptr self) {
   auto& st = self->state;
   const auto runner = static_cast<pid_t>(st.pane_pid);
   if (st.cgroup_exists)
-    return io::proc::cgroup_job_processes(runner, io::sandbox::cgroups::procs(st.cgroup));
+    return io::proc::cgroup_job_processes(runner, io::sandbox::cgroups::subtree_procs(st.cgroup));
   return io::proc::job_processes(runner, st.dir);
 }
 

@@ -2,6 +2,7 @@
 // Immutable settings every job needs, resolved once at startup by `shellctl serve`.
 // Each actor holds its own copy: nothing here is shared or mutated after start.
 #include <chrono>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -32,6 +33,8 @@ struct job_settings {
   // group and session fallback) and the limits each job cgroup gets.
   std::string cgroup_root;
   io::sandbox::cgroups::job_limits job_limits;
+  // Whether the host mounts the job root's cgroup2 with nsdelegate (said, never relied on).
+  std::optional<bool> cgroup_nsdelegate;
   // A native scope's worker (native-scopes.md §4.5, §6): jobs run in the scoped world, so a
   // cwd names a path there: /home/dify, /workspace and /tmp are the payload's home/,
   // workspace/ and tmp/ (checked there), the rest is the image. "" = an ordinary server.

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <vector>
 
 #include "io/fs/files.hpp"
@@ -139,9 +141,73 @@ bool mask_state_dir(const world_spec& w, const std::string& root, int job_fd, in
   return sandbox::set_read_only(s, false, err);
 }
 
+// The machine's cgroup mounts, read before anything is mounted over them: (mount point,
+// file system type), outermost first.
+std::vector<std::pair<std::string, std::string>> cgroup_mounts() {
+  std::vector<std::pair<std::string, std::string>> out;
+  std::ifstream in("/proc/self/mountinfo");
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream f(line);
+    std::string id, parent, dev, root, point;
+    f >> id >> parent >> dev >> root >> point;
+    const auto dash = line.find(" - ");
+    if (dash == std::string::npos) continue;
+    std::istringstream tail(line.substr(dash + 3));
+    std::string fstype;
+    tail >> fstype;
+    if (fstype == "cgroup" || fstype == "cgroup2") out.emplace_back(point, fstype);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// The host root's cgroup view (see job_world.hpp). /sys/fs/cgroup, when it is a mount of
+// its own (a hybrid host's tmpfs of v1 hierarchies, or the v2 hierarchy itself), is covered
+// by an empty read-only tmpfs holding only the v2 mount point, if the host has one there.
+bool own_cgroup_view(const world_spec& w, std::string& err) {
+  const auto mounts = cgroup_mounts();
+  const std::string top = "/sys/fs/cgroup";
+  struct stat a {}, b {};
+  const bool top_is_mount = ::stat(top.c_str(), &a) == 0 && ::stat("/sys/fs", &b) == 0 && a.st_dev != b.st_dev;
+  auto fresh_v2 = [&](const std::string& at) {
+    if (w.own_cgroup) return sandbox::mount_cgroup2(at, err);
+    return sandbox::mount_tmpfs(at, "mode=0555,size=4k", err) && sandbox::set_read_only(at, false, err);
+  };
+  std::vector<std::string> covered;
+  auto under_covered = [&](const std::string& p) {
+    return std::any_of(covered.begin(), covered.end(), [&](const std::string& c) { return sandbox::is_within(p, c); });
+  };
+  if (top_is_mount) {
+    const bool v2_at_top = std::any_of(mounts.begin(), mounts.end(), [&](const auto& m) {
+      return m.first == top && m.second == "cgroup2";
+    });
+    if (v2_at_top) {
+      if (!fresh_v2(top)) return false;
+    } else {
+      if (!sandbox::mount_tmpfs(top, "mode=0755,size=4k", err)) return false;
+      for (const auto& [point, type] : mounts)
+        if (type == "cgroup2" && sandbox::is_within(point, top) && point != top) {
+          if (!fs::make_dirs(point, 0555, err) || !fresh_v2(point)) return false;
+        }
+      if (!sandbox::set_read_only(top, false, err)) return false;
+    }
+    covered.push_back(top);
+  }
+  for (const auto& [point, type] : mounts) {
+    if (under_covered(point)) continue;
+    if (type == "cgroup2" ? !fresh_v2(point)
+                          : !(sandbox::mount_tmpfs(point, "mode=0555,size=4k", err) &&
+                              sandbox::set_read_only(point, false, err)))
+      return false;
+    covered.push_back(point);
+  }
+  return true;
+}
+
 bool host_root_world(const world_spec& w, int job_fd, int view_fd, int null_fd,
                      std::string& err) {
-  if (!mount_job_proc("", null_fd, err) || !sandbox::mount_devpts("/dev/pts", err))
+  if (!mount_job_proc("", null_fd, err) || !sandbox::mount_devpts("/dev/pts", err) ||
+      !own_cgroup_view(w, err))
     return false;
   if (w.state_dir.empty()) return true;
   // Everything is writable without isolation: every ancestor of the state dir is pinned.

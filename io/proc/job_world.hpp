@@ -9,6 +9,12 @@
 //   kernel knobs read-only. Sockets, other homes, /run, /var, /tmp contents: absent.
 // * host root (isolation off): the machine's tree as it is, with a fresh procfs and devpts.
 //
+// In the host root, the machine's cgroup file systems (/sys/fs/cgroup and any other cgroup
+// mount) are replaced as well: cgroup2 mounted afresh inside the job's cgroup namespace,
+// so that its root is the job's own cgroup and nothing above or beside it (another job's,
+// the server's cgroup.kill or cgroup.freeze) can be named; v1 hierarchies hidden. A job
+// then cannot leave its cgroup whether or not the host mounts cgroup2 with nsdelegate.
+//
 // In both, the state directory is replaced by an empty read-only tmpfs that shows only the
 // job's own directory (read-only) and, at their usual paths, the output.log files of the
 // jobs that share the job's HOME (read-only; guarantee G7); and every directory between a
@@ -34,6 +40,10 @@ struct world_spec {
   std::string cwd;              // canonical
   bool cwd_granted = false;     // path_rules.hpp: cwd_gets_grant
   std::string home_view;        // canonical dir whose jobs/ shows same-HOME output.logs; "" = none
+  // The caller is in a cgroup namespace rooted at the job's own cgroup (extensions.md §E5).
+  // The host root's cgroup file systems are then replaced by ones mounted in that
+  // namespace (the job sees its own subtree only); without it, by nothing at all.
+  bool own_cgroup = false;
 };
 
 // Builds the view in the calling process's (new) mount namespace and, for an own root,

@@ -336,6 +336,7 @@ int init_role(const parent_options& opts, const std::string& script, int status_
   w.cwd_granted = plan.cwd_granted;
   if (!sb.state_dir.empty() && !plan.home.empty())
     w.home_view = sandbox::home_view_dir(sb.state_dir, plan.home);
+  w.own_cgroup = !sb.cgroup_root.empty();  // the namespace above is rooted at the job's cgroup
   std::string err;
   if (w.own_root && w.home.empty()) {
     diag("sandbox", "no HOME to grant");

@@ -408,6 +408,35 @@ std::vector<pid_t> procs(const std::string& path) {
   return out;
 }
 
+std::vector<pid_t> subtree_procs(const std::string& path) {
+  std::set<pid_t> all;
+  tree_procs(path, all);
+  return std::vector<pid_t>(all.begin(), all.end());
+}
+
+std::optional<bool> nsdelegate(const std::string& path) {
+  std::ifstream in("/proc/self/mountinfo");
+  std::optional<bool> found;
+  std::size_t best = 0;
+  for (std::string line; std::getline(in, line);) {
+    // <id> <parent> <maj:min> <root> <mount point> <options> ... - <fstype> <source> <super options>
+    std::istringstream f(line);
+    std::string id, parent, dev, root, point;
+    f >> id >> parent >> dev >> root >> point;
+    const auto dash = line.find(" - ");
+    if (dash == std::string::npos) continue;
+    std::istringstream tail(line.substr(dash + 3));
+    std::string fstype, source, super;
+    tail >> fstype >> source >> super;
+    if (fstype != "cgroup2") continue;
+    const bool holds = path == point || point == "/" || path.rfind(point + "/", 0) == 0;
+    if (!holds || point.size() < best) continue;
+    best = point.size();
+    found = ("," + super + ",").find(",nsdelegate,") != std::string::npos;
+  }
+  return found;
+}
+
 bool end(const std::string& path, std::chrono::milliseconds bound, std::string& err) {
   const int events = ::open((path + "/cgroup.events").c_str(), O_RDONLY | O_CLOEXEC);
   if (events < 0) {

@@ -104,6 +104,14 @@ std::optional<bool> populated(const std::string& path);
 
 // The pids in the cgroup (cgroup.procs), none when it cannot be read.
 std::vector<pid_t> procs(const std::string& path);
+// The pids in the cgroup and every cgroup below it: a job may make child cgroups in its
+// own and move processes there (its cgroup namespace lets it), and they are still its own.
+std::vector<pid_t> subtree_procs(const std::string& path);
+
+// Whether the cgroup2 hierarchy that holds `path` is mounted with nsdelegate (the kernel
+// then refuses moves out of a cgroup namespace whatever the files' permissions); nullopt
+// when no cgroup2 mount holds it.
+std::optional<bool> nsdelegate(const std::string& path);
 
 // Ends the cgroup: cgroup.kill, the wait for populated 0 (at most `bound`), rmdir of it
 // and of any child cgroup the job made. A cgroup that does not exist is ended already.

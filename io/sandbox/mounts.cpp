@@ -96,6 +96,14 @@ bool mount_proc(const std::string& dst, std::string& err) {
   return true;
 }
 
+bool mount_cgroup2(const std::string& dst, std::string& err) {
+  if (::mount("cgroup2", dst.c_str(), "cgroup2", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0) {
+    err = fail_text("mount cgroup2 on", dst);
+    return false;
+  }
+  return true;
+}
+
 bool mount_devpts(const std::string& dst, std::string& err) {
   if (::mount("devpts", dst.c_str(), "devpts", MS_NOSUID | MS_NOEXEC,
               "newinstance,ptmxmode=0666,mode=0620") != 0) {

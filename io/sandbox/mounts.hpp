@@ -24,6 +24,10 @@ bool mount_tmpfs(const std::string& dst, const std::string& options, std::string
 // A procfs for the caller's PID namespace on `dst` (nosuid, nodev, noexec).
 bool mount_proc(const std::string& dst, std::string& err);
 
+// A cgroup2 file system on `dst` (nosuid, nodev, noexec). Mounted inside a cgroup
+// namespace, its root is the namespace's root cgroup: nothing above it can be named.
+bool mount_cgroup2(const std::string& dst, std::string& err);
+
 // A new devpts instance on `dst`, so that the job's own new terminals live apart from
 // every other terminal of the machine (other jobs' panes among them).
 bool mount_devpts(const std::string& dst, std::string& err);

@@ -82,6 +82,26 @@ def remove_root(root):
     subprocess.run(["rm", "-rf", "--one-file-system", root], capture_output=True)
 
 
+def cgroup2_nsdelegate():
+    """(mount point, whether nsdelegate is on) of the host's cgroup2, or (None, None)."""
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            fields = line.split()
+            tail = line.split(" - ", 1)[1].split()
+            if tail[0] == "cgroup2":
+                return fields[4], "nsdelegate" in tail[2].split(",")
+    return None, None
+
+
+def restore_nsdelegate(point, wanted):
+    """mount(2) itself: mount(8) would keep the options it finds."""
+    if point is None or cgroup2_nsdelegate()[1] == wanted:
+        return
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mount(None, point.encode(), None, 32, b"nsdelegate" if wanted else b"")  # MS_REMOUNT
+
+
 class Image(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -327,9 +347,15 @@ class Image(unittest.TestCase):
              "-f", os.path.join(os.path.dirname(os.path.abspath(__file__)), "systemd.Containerfile"),
              "-t", SYSTEMD_IMAGE, os.path.dirname(os.path.abspath(__file__))], timeout=900)
         name = f"shellctl-e2e-systemd-{os.getpid()}"
+        # systemd in a privileged container remounts the cgroup2 file system it shares with
+        # the host with nsdelegate, for the whole machine: put the host's option back after
+        # (the containment suite's results must not depend on which suite ran first).
+        delegate = cgroup2_nsdelegate()
+        self.addCleanup(restore_nsdelegate, *delegate)
         run(["podman", "run", "-d", "--name", name, *RUNTIME, *limits(), "--systemd=always", "--privileged",
              SYSTEMD_IMAGE])
         self.containers.append(name)
+        self.addCleanup(run, ["podman", "rm", "-f", "-t", "2", name], check=False)
 
         def sh(script, check=True, timeout=120):
             return run(["podman", "exec", name, "sh", "-c", script], check=check, timeout=timeout)

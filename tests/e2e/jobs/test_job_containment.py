@@ -178,7 +178,9 @@ class Containment(unittest.TestCase):
         try:
             targets = [os.path.join(self.root, "cgroup.procs"), os.path.join(UNIFIED, "cgroup.procs"),
                        os.path.join(sibling, "cgroup.procs")]
-            script = " ".join(f"(echo $$ > {t}) 2>/dev/null && echo ESCAPED-{i};"
+            # Escaped means no longer at the root of its cgroup namespace (a write that names
+            # its own cgroup, as the job's own cgroup view may, moves nothing).
+            script = " ".join(f"(echo $$ > {t}) 2>/dev/null; grep -qx 0::/ /proc/self/cgroup || echo ESCAPED-{i};"
                               for i, t in enumerate(targets))
             res = self.server.run(
                 f"exec sh -c '{script} echo tried; while :; do sleep 1; done' {mk}", timeout=0.3)
@@ -201,10 +203,120 @@ class Containment(unittest.TestCase):
         self.assertEqual(self.server.ok("GET", "/v1/info")["isolation"]["cgroup"], "v2")
 
 
+def cgroup2_state():
+    """(mount point, nsdelegate) of the cgroup2 hierarchy the tests' cgroups live in."""
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            fields = line.split()
+            tail = line.split(" - ", 1)[1].split()
+            if tail[0] == "cgroup2" and fields[4] == UNIFIED:
+                return fields[4], "nsdelegate" in tail[2].split(",")
+    return None, None
+
+
+def set_nsdelegate(point, on):
+    """Remounts the host's cgroup2 with or without nsdelegate (the option is the file
+    system's, so this changes the host: callers put it back as they found it). mount(2)
+    itself: mount(8) would keep the options it finds."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    ms_remount = 32
+    if libc.mount(None, point.encode(), None, ms_remount, b"nsdelegate" if on else b"") != 0:
+        raise OSError(ctypes.get_errno(), f"remount {point}")
+    if cgroup2_state()[1] != on:
+        raise AssertionError(f"could not set nsdelegate={on} on {point}")
+
+
+class OwnCgroupServer(Server):
+    """A server in a cgroup of its own (made by the test below the test's cgroup): whatever a
+    job of it breaks in cgroups, it breaks there, never the test runner's."""
+
+    def __init__(self, **kw):
+        with open("/proc/self/cgroup") as f:
+            mine = [l.split("::", 1)[1].strip() for l in f if l.startswith("0::")][0]
+        self.own_cgroup = os.path.join(UNIFIED + mine, "shellctl-e2e-" + uuid.uuid4().hex[:12])
+        os.makedirs(self.own_cgroup)
+        super().__init__(**kw)
+
+    def command(self):
+        return ["sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', self.own_cgroup] + super().command()
+
+    def close(self):
+        try:
+            super().close()
+        finally:
+            end_cgroup_tree(self.own_cgroup)
+
+
 class ContainmentOnTheHostRoot(Containment):
-    """Namespaces without path isolation: the job sees the machine's tree, /sys/fs/cgroup
-    included, as root. Its cgroup namespace (rooted at its own cgroup) is what keeps it in."""
+    """Namespaces without path isolation: the job sees the machine's tree as root, but not
+    its cgroups: /sys/fs/cgroup is a cgroup2 mounted inside the job's cgroup namespace, whose
+    root is the job's own cgroup. That, not nsdelegate, is what keeps it in and keeps its
+    hands off every other cgroup."""
     server_env = {"SHELLCTL_ENABLE_PATH_ISOLATION": "false"}
+
+    @classmethod
+    def setUpClass(cls):
+        cls.server = OwnCgroupServer(token=TOKEN, env=cls.server_env)
+        cls.root = cgroup_root_of(cls.server)
+
+    def test_a_job_cannot_leave_its_cgroup(self):
+        """With nsdelegate and without (the host's option, set and put back here): the job
+        stays in."""
+        point, was = cgroup2_state()
+        self.assertIsNotNone(point, "no cgroup2 at " + UNIFIED)
+        try:
+            for state in (was, not was):
+                with self.subTest(nsdelegate=state):
+                    set_nsdelegate(point, state)
+                    super().test_a_job_cannot_leave_its_cgroup()
+        finally:
+            set_nsdelegate(point, was)
+
+    def test_no_job_can_kill_or_freeze_another_job_or_the_server(self):
+        mk = tag()
+        victim = self.server.run(f"exec sh -c 'echo ready; while :; do sleep 1; done' {mk}", timeout=0.3)["job_id"]
+        wait_until(lambda: "ready" in self.server.wait(victim, 0, timeout=0)["output"], timeout=30, what="the victim")
+        victim_cg = os.path.join(self.root, "job-" + victim)
+        server_cg = self.server.own_cgroup
+        files = [os.path.join(cg, name) for cg in (victim_cg, self.root, server_cg)
+                 for name in ("cgroup.freeze", "cgroup.kill")]
+        script = " ".join(f"(echo 1 > {f}) 2>/dev/null && echo WROTE-{i};" for i, f in enumerate(files))
+        res, out = self.server.run_to_completion(script + " echo tried")
+        self.assertEqual((res["exit_code"], out), (0, "tried\n"))
+        for cg in (victim_cg, self.root, server_cg):
+            with open(os.path.join(cg, "cgroup.events")) as f:
+                self.assertIn("frozen 0", f.read(), cg)
+        self.assertEqual(self.server.status(victim)[1]["status"], "running")
+        self.assertTrue(processes_mentioning(mk))
+        self.assertEqual(self.server.request("GET", "/healthz", auth=False)[0], 200)
+        self.server.ok("POST", f"/v1/jobs/{victim}/terminate", {"grace_seconds": 0})
+
+    def test_a_process_hidden_in_a_child_cgroup_is_counted_signalled_and_ended(self):
+        for ending in ("signal", "terminate"):
+            with self.subTest(ending=ending):
+                mk = tag()
+                res = self.server.run(
+                    f"mkdir {UNIFIED}/hide; sh -c 'echo $$ > {UNIFIED}/hide/cgroup.procs && exec sleep 1000' {mk}-hidden & "
+                    "exec sleep 1000", timeout=0.3)
+                job = res["job_id"]
+                cg = os.path.join(self.root, "job-" + job)
+                hide = os.path.join(cg, "hide")
+                wait_until(lambda: os.path.isdir(hide) and procs(hide), timeout=30, what="the hidden process")
+                hidden = procs(hide)
+                act = self.server.ok("GET", f"/v1/jobs/{job}/activity")
+                # The script (exec'd into a sleep) and the hidden sleep; not the job's init.
+                self.assertEqual(act["processes"], 2, act)
+                if ending == "signal":
+                    self.assertEqual(self.server.request("POST", f"/v1/jobs/{job}/signal", {"signal": "KILL"})[0], 200)
+                    wait_until(lambda: not any(process_alive(p) for p in hidden), timeout=30,
+                               what="the hidden process killed by the signal")
+                    wait_until(lambda: self.server.ok("GET", f"/v1/jobs/{job}")["done"], timeout=30, what="done")
+                else:
+                    self.server.ok("POST", f"/v1/jobs/{job}/terminate", {"grace_seconds": 0})
+                self.assertFalse([p for p in hidden if process_alive(p)])
+                wait_until(lambda: not os.path.exists(cg), timeout=30, what="the job's cgroup tree gone")
+                wait_until(lambda: not processes_mentioning(mk), timeout=30, what="nothing left")
 
 
 class ContainmentWithoutNamespaces(Containment):
