@@ -159,7 +159,9 @@ signal_request decode_signal(const std::string& body) {
   return r;
 }
 
-// extensions.md §E3: {"cols": C, "rows": R}, whole numbers from 1 to 4096 each.
+// extensions.md §E3: {"cols": C, "rows": R}, whole numbers from 1 to 4096 each. A value of
+// the wrong type (a string, a fraction) is a decode failure as on every other route (400
+// Invalid JSON body); a missing one or one out of range is 422.
 resize_request decode_resize(const std::string& body) {
   auto o = parse_body(body);
   resize_request r;
@@ -168,6 +170,7 @@ resize_request decode_resize(const std::string& body) {
     try {
       v = o.get_int(key);
     } catch (const io::json::type_error&) {
+      invalid_json();
     }
     if (!v || *v < 1 || *v > 4096)
       throw bad_request{job_errc::validation_error, std::string(key) + " must be an integer from 1 to 4096"};

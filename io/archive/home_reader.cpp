@@ -206,14 +206,43 @@ class zstd_in {
 
   std::optional<stop_error> error;
 
+  // The decompressed bytes [offset, offset + len) into `out`, if they are still held: the
+  // block libarchive reads now and about the last `retained` bytes before it.
+  bool bytes_at(std::uint64_t offset, std::size_t len, std::string& out) const {
+    out.clear();
+    auto take_from = [&](std::uint64_t at, const std::string& b) {
+      if (out.size() == len) return;
+      const std::uint64_t want = offset + out.size();
+      if (want < at || want >= at + b.size()) return;
+      const std::size_t from = static_cast<std::size_t>(want - at);
+      out.append(b, from, std::min(b.size() - from, len - out.size()));
+    };
+    for (const auto& [at, b] : seen_) take_from(at, b);
+    take_from(current_offset_, current_);
+    return out.size() == len;
+  }
+
  private:
   static constexpr std::size_t ahead = 8;
+  // Enough for any entry's extension headers (pax, GNU long names; at most 1 MiB of them,
+  // as Go's archive/tar allows), wherever libarchive stands in the current block.
+  static constexpr std::size_t retained = 2u << 20;
 
   la_ssize_t take(const void** block) {
     std::unique_lock<std::mutex> lk(mu_);
     ready_.wait(lk, [&] { return !queue_.empty() || done_; });
     if (!queue_.empty()) {
-      if (current_.capacity() > 0 && spare_.size() < ahead) spare_.push_back(std::move(current_));
+      // The block libarchive read last stays a while (header_bytes reads back into it).
+      if (!current_.empty()) {
+        seen_.emplace_back(current_offset_, std::move(current_));
+        seen_bytes_ += seen_.back().second.size();
+        current_offset_ += seen_.back().second.size();
+      }
+      while (!seen_.empty() && seen_bytes_ - seen_.front().second.size() >= retained) {
+        seen_bytes_ -= seen_.front().second.size();
+        if (spare_.size() < ahead) spare_.push_back(std::move(seen_.front().second));
+        seen_.pop_front();
+      }
       current_ = std::move(queue_.front());
       queue_.pop_front();
       room_.notify_one();
@@ -297,6 +326,9 @@ class zstd_in {
   la_ssize_t held_ = 0;
   const void* held_block_ = nullptr;
   std::string current_;  // the block libarchive reads now
+  std::uint64_t current_offset_ = 0;  // its place in the decompressed stream
+  std::deque<std::pair<std::uint64_t, std::string>> seen_;  // blocks read before it
+  std::size_t seen_bytes_ = 0;
   // The decompressor's side (its thread only).
   ZSTD_DCtx* dctx_;
   std::vector<char> in_;
@@ -321,6 +353,40 @@ la_ssize_t on_read(struct archive*, void* client, const void** block) {
 struct reader_deleter {
   void operator()(struct archive* a) const { archive_read_free(a); }
 };
+
+// A tar header's size field: octal digits (spaces and NULs around them), or base-256 when
+// its first byte has the high bit (GNU and star, for sizes of 8 GiB and more).
+std::uint64_t header_size(const std::string& block) {
+  const auto* f = reinterpret_cast<const unsigned char*>(block.data()) + 124;
+  std::uint64_t v = 0;
+  if (f[0] & 0x80) {
+    for (int i = 1; i < 12; ++i) v = (v << 8) | f[i];
+    return v;
+  }
+  for (int i = 0; i < 12; ++i) {
+    if (f[i] >= '0' && f[i] <= '7') v = v * 8 + (f[i] - '0');
+    else if (v != 0 && (f[i] == ' ' || f[i] == 0)) break;
+  }
+  return v;
+}
+
+// Whether pax records ("<length> <key>=<value>\n" each) hold a GNU.sparse.* key.
+bool has_gnu_sparse_record(std::string_view records) {
+  while (!records.empty()) {
+    const auto space = records.find(' ');
+    if (space == std::string_view::npos) return false;
+    std::uint64_t len = 0;
+    for (std::size_t i = 0; i < space; ++i) {
+      if (records[i] < '0' || records[i] > '9' || len > records.size()) return false;
+      len = len * 10 + static_cast<std::uint64_t>(records[i] - '0');
+    }
+    if (len <= space + 1 || len > records.size()) return false;
+    const auto record = records.substr(space + 1, static_cast<std::size_t>(len) - space - 1);
+    if (record.rfind("GNU.sparse.", 0) == 0) return true;
+    records.remove_prefix(static_cast<std::size_t>(len));
+  }
+  return false;
+}
 
 // The tar typeflag of an entry libarchive decoded, for the "unsupported" message.
 int typeflag_of(mode_t type) {
@@ -373,6 +439,37 @@ class extractor {
                   name + "\"");
     }
     ++entries;
+  }
+
+  // snapshot.md §5.3: an entry is sparse when its own header says 'S' (GNU) or any of its
+  // pax records is a GNU.sparse.* key. libarchive reports only sparse maps it built, so
+  // the entry's header blocks are read again here, from where libarchive says they begin:
+  // the extension headers ('x', 'g' pax records; 'L', 'K' GNU long names), then the
+  // entry's own. At most 1 MiB of extension headers per entry, as Go's archive/tar.
+  void refuse_sparse_headers(std::int64_t position, const std::string& name) {
+    if (position < 0 || !source) return;
+    auto at = static_cast<std::uint64_t>(position);
+    std::uint64_t extension_bytes = 0;
+    std::string block, data;
+    for (;;) {
+      if (!source->bytes_at(at, 512, block))
+        malformed("the headers of \"" + name + "\" are longer than 1 MiB");
+      const char type = block[156];
+      if (type != 'x' && type != 'g' && type != 'L' && type != 'K') {
+        if (type == 'S') malformed("sparse entry \"" + name + "\"");
+        return;
+      }
+      const std::uint64_t size = header_size(block);
+      extension_bytes += 512 + size;
+      if (size > (1u << 20) || extension_bytes > (1u << 20))
+        malformed("the headers of \"" + name + "\" are longer than 1 MiB");
+      if (type == 'x' || type == 'g') {
+        if (!source->bytes_at(at + 512, static_cast<std::size_t>(size), data))
+          malformed("the headers of \"" + name + "\" are longer than 1 MiB");
+        if (has_gnu_sparse_record(data)) malformed("sparse entry \"" + name + "\" (GNU.sparse pax record)");
+      }
+      at += 512 + (size + 511) / 512 * 512;
+    }
   }
 
   // Directory modes last, children before parents, so a read-only directory could still be
@@ -529,6 +626,8 @@ restore_result restore_home(const std::string& home, byte_source& body,
         const char* text = archive_error_string(a.get());
         malformed(std::string("tar: ") + (text ? text : "unreadable header"));
       }
+      x.refuse_sparse_headers(archive_read_header_position(a.get()),
+                              archive_entry_pathname(e) ? archive_entry_pathname(e) : "");
       x.entry(e);
     }
     x.finish();

@@ -361,6 +361,22 @@ class RestoreTests(unittest.TestCase):
         with open(os.path.join(self.dst.home, "x/y.txt"), "rb") as f:
             self.assertEqual(f.read(), b"from gnu tar\n")
 
+    def test_a_gnu_sparse_pax_record_is_malformed(self):
+        # snapshot.md §5.3: any PAX record whose key starts with GNU.sparse. refuses the entry
+        # (the original does), even one from which no sparse map follows.
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as t:
+            info = tarfile.TarInfo("sparse-name")
+            info.pax_headers = {"GNU.sparse.name": "sparse-name", "GNU.sparse.realsize": "0"}
+            t.addfile(info, io.BytesIO(b""))
+        data = subprocess.run(["zstd", "-q", "-c"], input=buf.getvalue(), capture_output=True,
+                              check=True).stdout
+        status, body = restore(self.dst, data)
+        self.assertEqual(status, 400, body)
+        self.assertEqual(body["error"]["code"], "archive_malformed")
+        self.assertIn("sparse", body["error"]["message"])
+        self.assertFalse(os.path.lexists(os.path.join(self.dst.home, "sparse-name")))
+
     def test_malformed_and_escapes(self):
         outside = os.path.join(self.dst.tmp, "outside")
         os.makedirs(outside)

@@ -201,6 +201,41 @@ TEST_CASE("a sparse entry (GNU tar --sparse) is refused as malformed") {
   }
 }
 
+TEST_CASE("a GNU.sparse pax record refuses its entry, wherever it stands; other records do not") {
+  struct variant {
+    const char* what;
+    const char* script;
+    bool names_sparse = true;  // libarchive may refuse it first, with its own words
+  };
+  // libarchive builds no sparse map from these, so only the records themselves tell.
+  const variant sparse[] = {
+      // libarchive reads a 1.0 map from the data here, finds none and refuses it itself.
+      {"major/minor only", "i = tarfile.TarInfo('s')\ni.pax_headers = {'GNU.sparse.major': '1', 'GNU.sparse.minor': '0'}\nt.addfile(i, io.BytesIO(b''))",
+       false},
+      // These libarchive accepts as plain entries (the original refuses them): ours refuse.
+      {"a name", "i = tarfile.TarInfo('s')\ni.pax_headers = {'GNU.sparse.name': 'real-name'}\nt.addfile(i, io.BytesIO(b''))"},
+      {"after a good entry, with a long name", "add('first', b'ok')\ni = tarfile.TarInfo('d/' + 'n' * 200)\n"
+                                                "i.pax_headers = {'comment': 'x' * 600, 'GNU.sparse.name': 'n'}\nt.addfile(i, io.BytesIO(b''))",
+       false},
+      {"after a good entry, between other records", "add('first', b'ok')\ni = tarfile.TarInfo('second')\n"
+                                                    "i.pax_headers = {'comment': 'c', 'GNU.sparse.realsize': '0', 'SCHILY.dev': '3'}\n"
+                                                    "t.addfile(i, io.BytesIO(b''))"},
+  };
+  for (const auto& v : sparse) {
+    CAPTURE(v.what);
+    sandbox_dirs d;
+    auto r = restore(d.home(), hostile(d, v.script));
+    CHECK(r.result == outcome::malformed);
+    if (v.names_sparse) CHECK_MESSAGE(r.message.find("sparse") != std::string::npos, r.message);
+  }
+  sandbox_dirs d;
+  auto ok = restore(d.home(), hostile(d, "i = tarfile.TarInfo('plain')\n"
+                                        "i.pax_headers = {'comment': 'GNU.sparse.major=1', 'SCHILY.dev': '1'}\n"
+                                        "t.addfile(i, io.BytesIO(b''))\nadd('after', b'GNU.sparse.name data')"));
+  CHECK_MESSAGE(ok.result == outcome::ok, ok.message);
+  CHECK(ok.entries == 2);
+}
+
 TEST_CASE("streams that are not a good tar+zstd archive") {
   sandbox_dirs d;
   auto garbage = restore(d.home(), "garbage");
