@@ -82,6 +82,29 @@ std::string config_download_url(const stub_client& c, const std::string& kind, c
   return url;
 }
 
+// A name from the manifest (or the command line) names an entry inside the target folder,
+// whatever the Agent Stub sends: plain components only (a file may name a subfolder,
+// "sub/b.json"; a skill is one folder). Empty, NUL, absolute, and "." or ".." or empty
+// components are refused, naming the entry; the other entries go on.
+void check_entry_name(const char* kind, const std::string& name, bool nested) {
+  auto refuse = [&](const char* why) {
+    throw cli_error{std::string("config ") + kind + " name " + go_quote(name) + " refused: " + why};
+  };
+  if (name.empty()) refuse("it is empty");
+  if (name.find('\0') != std::string::npos) refuse("it holds a NUL byte");
+  if (name[0] == '/') refuse("it is absolute");
+  if (!nested && name.find('/') != std::string::npos) refuse("it is not one path component");
+  std::size_t i = 0;
+  while (i <= name.size()) {
+    std::size_t j = name.find('/', i);
+    if (j == std::string::npos) j = name.size();
+    const std::string part = name.substr(i, j - i);
+    if (part.empty() || part == "." || part == "..")
+      refuse("a component is empty, \".\" or \"..\" (it would leave its folder)");
+    i = j + 1;
+  }
+}
+
 void download_to(const stub_client& c, const std::string& url, const std::string& path) {
   staged_file f(dir_name(path), base_name(path));
   c.download(url, [&](const char* p, std::size_t n) { return f.write(p, n); });
@@ -99,6 +122,7 @@ void skills_pull(std::vector<std::string> names, const std::string& to, bool jso
   std::vector<item> items(names.size());
   run_pulls(names.size(), [&](std::size_t i) {
     const std::string& name = names[i];
+    check_entry_name("skill", name, false);
     std::string url;
     try {
       url = config_download_url(c, "skill", name);
@@ -157,6 +181,7 @@ void files_pull(std::vector<std::string> names, const std::string& to, bool json
   std::vector<std::string> paths(names.size());
   run_pulls(names.size(), [&](std::size_t i) {
     const std::string& name = names[i];
+    check_entry_name("file", name, true);
     std::string url;
     try {
       url = config_download_url(c, "file", name);

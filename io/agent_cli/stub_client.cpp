@@ -153,7 +153,8 @@ stub_client::reply stub_client::call(const std::string& method, const std::strin
     std::string why = res.outcome == transfer_outcome::timed_out
                           ? "context deadline exceeded (Client.Timeout exceeded while awaiting headers)"
                       : res.outcome == transfer_outcome::cancelled ? "context canceled"
-                      : res.outcome == transfer_outcome::too_large ? "response too large"
+                      : res.outcome == transfer_outcome::too_large
+                          ? "response too large (more than " + std::to_string(max_body >> 10) + " KiB)"
                                                                    : "connection failed";
     const char* verb = method == "GET" ? "Get" : method == "POST" ? "Post" : method == "PUT" ? "Put" : "Patch";
     throw cli_error{"request failed: " + std::string(verb) + " " + json_string(req.url) + ": " + why};

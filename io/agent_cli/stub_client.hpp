@@ -30,9 +30,13 @@ class stub_client {
   };
 
   // A control-plane exchange; a transport failure throws `request failed: …`. The status
-  // is the caller's to judge (ok() below for the structured rule).
+  // is the caller's to judge (ok() below for the structured rule). Its answer is JSON and
+  // held whole, so it is bounded: past `max_body` (8 MiB unless the caller says less) the
+  // transfer stops and the command fails with one line (a file's bytes never come this
+  // way: downloads stream to disk).
+  static constexpr std::size_t control_plane_max_body = 8u << 20;
   reply call(const std::string& method, const std::string& path, const std::string& json_body,
-             long timeout_ms = 30000, std::size_t max_body = SIZE_MAX) const;
+             long timeout_ms = 30000, std::size_t max_body = control_plane_max_body) const;
 
   // call() whose status ≥ 400 throws `agent stub <op> failed: HTTP …`.
   std::string ok(const std::string& method, const std::string& path, const std::string& json_body,

@@ -39,7 +39,7 @@ class Fault:
 
     def __init__(self, kind, status=200, body=b"", headers=None, pieces=1, pause=0.0,
                  location=None):
-        self.kind = kind            # status | slow | hang | close | redirect | slow_read
+        self.kind = kind            # status | slow | hang | close | redirect | slow_read | streamed
         self.status = status
         self.body = body.encode() if isinstance(body, str) else body
         self.headers = dict(headers or {})
@@ -66,6 +66,14 @@ def slow(body, pieces=10, pause=0.5, code=200):
 def hang():
     """Read nothing, answer nothing: the connection stays open until the stub stops."""
     return Fault("hang")
+
+
+def streamed(size, code=200):
+    """A `size`-byte JSON-looking body written 1 MiB at a time, never held whole (a
+    control-plane answer far larger than any client should keep)."""
+    f = Fault("streamed", code, b"", {"Content-Type": "application/json"})
+    f.size = size
+    return f
 
 
 def close():
@@ -397,6 +405,23 @@ class StubHandler(http.server.BaseHTTPRequestHandler):
                 pass
             return
         self.read_body(rec, pause=fault.pause if fault.kind == "slow_read" else 0.0)
+        if fault.kind == "streamed":
+            rec.response_status, rec.response_body = fault.status, b""
+            self.send_response(fault.status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(fault.size))
+            self.end_headers()
+            block = b'{"skills":{"items":[' + b" " * ((1 << 20) - 20)
+            sent = 0
+            try:
+                while sent < fault.size:
+                    piece = block[:min(len(block), fault.size - sent)]
+                    self.wfile.write(piece)
+                    sent += len(piece)
+                    block = block if sent > len(block) else b" " * len(block)
+            except OSError:
+                self.close_connection = True  # the client stopped reading: as it should
+            return
         if fault.kind in ("status", "slow_read"):
             self.answer(rec, fault.status, fault.body, fault.headers.get("Content-Type"))
         elif fault.kind == "redirect":

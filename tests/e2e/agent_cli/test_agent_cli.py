@@ -837,6 +837,39 @@ class ConfigTest(CLITest):
         self.assertLessEqual(self.stub.max_downloads_in_flight, 4)
         self.assertGreaterEqual(self.stub.max_downloads_in_flight, 1)
 
+    def test_pull_refuses_names_that_leave_their_folder(self):
+        """A hostile manifest: names with `..`, absolute ones, empty components; each such
+        entry fails naming itself, the good ones are pulled, nothing lands outside."""
+        bad_files = ["../../../escaped.txt", "/tmp/abs-escape.txt", "a/../../b.txt", "sub//c.txt", "."]
+        self.stub.config_files = {n: b"evil" for n in bad_files}
+        self.stub.config_files["ok.txt"] = b"fine"
+        self.stub.manifest["files"]["items"] = [{"name": n} for n in bad_files + ["ok.txt"]]
+        result = self.run_cli("config", "files", "pull")
+        self.assertEqual((result.rc, result.out), (1, ""), result)
+        for n in bad_files:
+            self.assertIn(f'config file name {json.dumps(n)} refused', result.err)
+        self.assertEqual(self.read(os.path.join(self.cwd, ".dify_conf/files/ok.txt")), b"fine")
+        self.assertFalse(os.path.exists(os.path.join(self.cwd, "escaped.txt")))
+        self.assertFalse(os.path.exists(os.path.join(os.path.dirname(self.cwd), "escaped.txt")))
+        self.assertFalse(os.path.exists("/tmp/abs-escape.txt"))
+        self.assertFalse(os.path.exists(os.path.join(self.cwd, ".dify_conf/b.txt")))
+        # No request was even made for a refused name.
+        asked = [r.json()["config"]["name"] for r in self.stub.control("POST", "/files/download-request")]
+        self.assertEqual(asked, ["ok.txt"])
+        # Skills are one folder each: a name with a slash or dots is refused too, and a zip
+        # that names paths outside its folder extracts nothing there.
+        self.stub.config_skills = {"../evil": make_zip({"SKILL.md": "x"}), "a/b": make_zip({"SKILL.md": "x"}),
+                                   "zipslip": make_zip({"SKILL.md": "ok", "../../../slipped.txt": "evil"})}
+        self.stub.manifest["skills"]["items"] = [{"name": n} for n in ("../evil", "a/b", "zipslip")]
+        result = self.run_cli("config", "skills", "pull")
+        self.assertEqual(result.rc, 1, result)
+        self.assertIn('config skill name "../evil" refused', result.err)
+        self.assertIn('config skill name "a/b" refused', result.err)
+        self.assertIn("extract skill archive", result.err)
+        self.assertFalse(os.path.exists(os.path.join(self.cwd, ".dify_conf/evil")))
+        self.assertFalse(os.path.exists(os.path.join(self.cwd, "slipped.txt")))
+        self.assertFalse(os.path.exists(os.path.join(os.path.dirname(self.cwd), "slipped.txt")))
+
     def test_files_pull(self):
         self.stub.config_files = {"a.txt": b"A\r\n", "sub/b.json": b'{"b":1}'}
         self.stub.manifest["files"]["items"] = [{"name": "a.txt"}, {"name": "sub/b.json"}]
@@ -1462,6 +1495,19 @@ class ResourceAndSignalTest(CLITest):
         if status is None:
             status = proc.wait(timeout=30)
         return Result(status, self.read(self.out_path), self.read(self.err_path), elapsed)
+
+    def test_a_huge_control_plane_answer_is_one_clean_error(self):
+        """600 MiB for a manifest: the CLI stops reading at its bound (8 MiB), says so in one
+        line and exits 1, its memory far below the answer's size."""
+        self.stub.faults["GET /config/manifest"] = agent_stub.streamed(600 * MiB)
+        for args in (("config", "manifest"), ("config", "files", "pull")):
+            proc = self.start_cli(*args)
+            _, wait_status, usage = os.wait4(proc.pid, 0)
+            result = self.finish(proc, os.waitstatus_to_exitcode(wait_status))
+            self.assertEqual((result.rc, result.out), (1, ""), result)
+            self.assertTrue(result.err.startswith("dify-agent: ") and result.err.count("\n") == 1, result)
+            self.assertIn("response too large (more than 8192 KiB)", result.err)
+            self.assertLess(usage.ru_maxrss * 1024, 64 * MiB, f"peak RSS {usage.ru_maxrss} KiB")
 
     def test_200mb_upload_streams_with_small_rss(self):
         block = os.urandom(MiB)
