@@ -121,6 +121,14 @@ std::string prometheus_text(const metrics_sample& s) {
   sample(out, "shellctl_http_connections_open", {}, s.connections_open);
   family(out, "shellctl_http_connections_accepted_total", "counter", "Client connections accepted.");
   sample(out, "shellctl_http_connections_accepted_total", {}, s.connections_accepted);
+  family(out, "shellctl_http_connections_refused_total", "counter",
+         "Connections closed at once: full (every one authenticated), guest (the oldest without the "
+         "token, closed to make room), job (a job's, refused before a byte was read).");
+  for (const char* reason : {"full", "guest", "job"}) {
+    const auto it = s.connections_refused.find(reason);
+    sample(out, "shellctl_http_connections_refused_total", {{"reason", reason}},
+           it == s.connections_refused.end() ? 0 : it->second);
+  }
 
   if (s.jobs_known) {
     family(out, "shellctl_jobs", "gauge", "Jobs in the database by status and mode.");

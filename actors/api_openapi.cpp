@@ -99,8 +99,10 @@ const char* components = R"({
       "properties": {
         "version": {"type": "string"},
         "api": {"type": "array", "items": {"type": "string"}},
-        "isolation": {"type": "object", "required": ["landlock_abi", "cgroup"],
-          "properties": {"landlock_abi": {"type": ["integer", "null"]}, "cgroup": {"type": "string", "enum": ["v2", "none"]}}},
+        "isolation": {"type": "object", "required": ["landlock_abi", "cgroup", "cgroup_nsdelegate", "api_refuses_jobs"],
+          "properties": {"landlock_abi": {"type": ["integer", "null"]}, "cgroup": {"type": "string", "enum": ["v2", "none"]},
+            "cgroup_nsdelegate": {"type": ["boolean", "null"], "description": "whether the host mounts cgroup2 with nsdelegate; containment holds either way"},
+            "api_refuses_jobs": {"type": "boolean", "description": "a job's connection to this API is closed before a byte is read — its socket's cgroup, from the kernel"}}},
         "limits": {"type": "object", "required": ["timeout_max", "output_limit_max"],
           "properties": {"timeout_max": {"type": "number"}, "output_limit_max": {"type": "integer"}}}}},
     "TerminateRequest": {"type": "object",

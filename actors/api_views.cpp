@@ -151,7 +151,13 @@ std::string server_info_json(const server_info& i) {
     w.value(*i.landlock_abi);
   else
     w.null();
-  w.key("cgroup").value(i.cgroups ? "v2" : "none").end_object();
+  w.key("cgroup").value(i.cgroups ? "v2" : "none").key("cgroup_nsdelegate");
+  if (i.nsdelegate)
+    w.value(*i.nsdelegate);
+  else
+    w.null();
+  w.key("api_refuses_jobs").value(i.api_refuses_jobs);
+  w.end_object();
   w.key("limits").begin_object().key("timeout_max").value(600).key("output_limit_max").value(524288);
   w.end_object().end_object();
   return w.finish();

@@ -40,6 +40,8 @@ struct server_info {
   std::string version;
   std::optional<int> landlock_abi;  // the ABI jobs are confined with; none: no path isolation
   bool cgroups = false;             // per-job cgroup v2 containment (§E5)
+  std::optional<bool> nsdelegate;   // the host's cgroup2 mount option; none: no containment
+  bool api_refuses_jobs = false;    // jobs' connections to the API are told apart and refused
 };
 std::string server_info_json(const server_info& i);
 

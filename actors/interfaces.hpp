@@ -15,7 +15,8 @@ using caf::replies_to;
 
 // metrics_registry: the counters behind /metrics (detached: a scrape reads /proc).
 using metrics_registry_actor = caf::typed_actor<
-    reacts_to<http_observed>, reacts_to<connections_changed>, reacts_to<job_started_event>,
+    reacts_to<http_observed>, reacts_to<connections_changed>, reacts_to<connection_refused>,
+    reacts_to<job_started_event>,
     reacts_to<job_timeline_event>,
     reacts_to<job_output_final>, reacts_to<job_input_event>, reacts_to<snapshot_ended>,
     reacts_to<gc_swept>,

@@ -412,6 +412,9 @@ struct connections_changed {  // a connection was accepted (accepted = true) or 
   std::uint64_t open = 0;
   bool accepted = false;
 };
+struct connection_refused {  // the loop closed a connection at once (server_config::on_refused)
+  std::string reason;
+};
 struct job_started_event {  // job_actor: the job reached running
   io::store::job_mode mode = io::store::job_mode::pty;
   double seconds = 0;  // from admission (the run request) to running
@@ -574,6 +577,7 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::answer_deadline)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::retire)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::http_observed)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::connections_changed)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::connection_refused)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::job_started_event)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::job_output_final)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::job_input_event)

@@ -42,6 +42,8 @@ struct metrics_sample {
   std::map<std::pair<std::string, std::string>, histogram> request_seconds;  // (method, route)
   std::uint64_t connections_open = 0;
   std::uint64_t connections_accepted = 0;
+  // Closed at once by reason: "full", "guest" (made room), "job" (a job's, refused unread).
+  std::map<std::string, std::uint64_t> connections_refused;
   std::map<std::string, histogram> job_start_seconds;  // by mode: admitted → running
   // By (mode, mark): admission → each moment of a job's life (actors/job_timeline.hpp).
   std::map<std::pair<std::string, std::string>, histogram> job_timeline_seconds;

@@ -46,6 +46,7 @@ metrics_registry_actor::behavior_type metrics_registry(
         c.connections_open = e.open;
         if (e.accepted) ++c.connections_accepted;
       },
+      [self](connection_refused& e) { ++self->state.counters.connections_refused[e.reason]; },
       [self](job_started_event& e) {
         auto& c = self->state.counters;
         const std::string mode(io::store::mode_text(e.mode));

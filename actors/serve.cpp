@@ -34,6 +34,8 @@
 #include "io/json/json.hpp"
 #include "io/native/worker_budget.hpp"
 #include "io/sandbox/cgroups.hpp"
+#include "io/sandbox/job_peers.hpp"
+#include "io/sandbox/sock_diag.hpp"
 #include "io/sandbox/landlock.hpp"
 #include "io/sandbox/namespaces.hpp"
 #include "io/sandbox/policy.hpp"
@@ -216,6 +218,11 @@ int serve(const io::config::serve_config& cfg, const io::sandbox::namespace_prob
     js.runner_policy_env.emplace_back("SHELLCTL_NATIVE_JOB_BUDGET_DB", js.budget_db);
   }
 
+  // Jobs' connections to the API (G5): refused by their socket's cgroup where the kernel
+  // reports it (sock_diag) and jobs have cgroups; said at startup and in /v1/info.
+  bool api_refuses_jobs = false;
+  std::string api_jobs_text;
+
   // E5: the job root, decided once. A root that was asked for and cannot be used, or
   // limits without their controllers, stop startup; finding none by detection is the
   // fallback (process group and session), said once here.
@@ -238,9 +245,25 @@ int serve(const io::config::serve_config& cfg, const io::sandbox::namespace_prob
                     "so a daemon it started without namespaces can outlive it");
       sandbox_text += ", no cgroup containment";
     } else {
-      sandbox_text += ", cgroup " + root.path;
+      // Containment does not depend on nsdelegate (a job's cgroup view is the wall,
+      // io/proc/job_world.hpp); the operator learns what the host has all the same.
+      const auto delegate = io::sandbox::cgroups::nsdelegate(root.path);
+      js.cgroup_nsdelegate = delegate;
+      sandbox_text += ", cgroup " + root.path +
+                      (delegate ? (*delegate ? " (nsdelegate)" : " (no nsdelegate)") : "");
       js.runner_policy_env.emplace_back("SHELLCTL_JOB_CGROUP_ROOT", root.path);
     }
+  }
+  if (!worker.on) {
+    if (js.cgroup_root.empty()) {
+      api_jobs_text = ", jobs' connections to the API not told apart (no cgroup containment)";
+    } else {
+      const auto probe = io::sandbox::probe_loopback();
+      api_refuses_jobs = probe.result == io::sandbox::peer_lookup::found;
+      api_jobs_text = api_refuses_jobs ? ", jobs' connections to the API refused"
+                                       : ", jobs' connections to the API not told apart (" + probe.err + ")";
+    }
+    sandbox_text += api_jobs_text;
   }
 
   std::shared_ptr<io::store::jobs_db> db;
@@ -365,6 +388,8 @@ int serve(const io::config::serve_config& cfg, const io::sandbox::namespace_prob
   }
   http_cfg.max_connections = cfg.max_connections;
   http_cfg.max_buffered_bytes = cfg.max_buffered_bytes;
+  http_cfg.head_timeout = std::max(std::chrono::milliseconds(1),
+                                   std::chrono::duration_cast<std::chrono::milliseconds>(cfg.head_timeout));
   if (log.min_level() <= io::log::level::info) http_cfg.access_log = log.format();
   http_cfg.describe = [](const io::http::request& req, std::string& pattern, std::string& job) {
     const auto m = match_route(req.method, req.path);
@@ -380,6 +405,29 @@ int serve(const io::config::serve_config& cfg, const io::sandbox::namespace_prob
   http_cfg.on_connections = [metrics](std::size_t open, bool accepted) {
     caf::anon_send(metrics, connections_changed{open, accepted});
   };
+  http_cfg.on_refused = [metrics](const char* reason) {
+    caf::anon_send(metrics, connection_refused{std::string(reason) == "refused" ? "job" : reason});
+  };
+  // G5: a connection is a guest until a head with the token comes; guests make room.
+  http_cfg.authenticates = [token = cfg.token](const io::http::request& head) {
+    return bearer_matches(head.find_header("authorization"), token);
+  };
+  // No job may call the control API (with or without a token): a TCP connection whose peer
+  // socket belongs to a job's cgroup is closed before a byte of it is read. The kernel's
+  // answer is one netlink round trip per connection (measured in bench/http_bench.py).
+  if (!worker.on && api_refuses_jobs) {
+    auto peers = std::make_shared<io::sandbox::job_peers>(js.cgroup_root);
+    auto said = std::make_shared<bool>(false);
+    http_cfg.accept_tcp = [peers, said, &log](int fd) {
+      const auto v = peers->of_connection(fd);
+      if (v == io::sandbox::job_peers::verdict::unknown && !*said) {
+        *said = true;
+        log.say(io::log::level::warn, "shellctl: warning: cannot tell whether a connection comes from a job (" +
+                                          peers->why() + "); it is served");
+      }
+      return v != io::sandbox::job_peers::verdict::job;
+    };
+  }
   // The route and the token are decided once per request, on the loop thread: on the head
   // when a body follows (G5: a peer without the token, or asking for no route, is answered
   // before its body is read), else on the complete request.
@@ -387,7 +435,7 @@ int serve(const io::config::serve_config& cfg, const io::sandbox::namespace_prob
   const int abi = io::sandbox::landlock_abi();
   const std::string info = server_info_json(
       {SHELLCTL_VERSION, cfg.isolation && abi > 0 ? std::optional<int>(abi) : std::nullopt,
-       !js.cgroup_root.empty()});
+       !js.cgroup_root.empty(), js.cgroup_nsdelegate, api_refuses_jobs});
   std::string identity;
   if (worker.on) {
     io::json::writer w;

@@ -6,7 +6,11 @@ file, then measures requests/s and p50/p99 latency for
   * shellctl GET /healthz (open route),
   * shellctl authenticated GET of an unknown route (404 not_found, through auth + route match),
   * nginx GET of a static file,
-at 1, 16 and 64 connections. Prints a table and the ratio to nginx. Never asserts times.
+at 1, 16 and 64 connections. Prints a table and the ratio to nginx. Then the cost of the
+check that refuses jobs' connections (G5: the peer socket's cgroup, asked of the kernel at
+every accept): a new connection per GET /healthz (connect, request, answer, close), 2000
+times on a server with the check and one without it (--cgroup-root none: no job cgroups,
+no check), interleaved, p50 of each and the difference. Never asserts times.
 
 Usage: http_bench.py [path/to/shellctl]   (default: $SHELLCTL_BIN_DIR/shellctl)
 Environment: HTTP_BENCH_DURATION (seconds per run, default 5).
@@ -99,6 +103,7 @@ def main():
                 print(f"{name:<24}{c:>6}{r['rps']:>12.0f}{r['p50']:>10.3f}{r['p99']:>10.3f}"
                       f"{ratio:>9.2f}x{note}")
                 rows.append((name, c, r))
+        new_connection_cost(harness)
     finally:
         if srv is not None:
             srv.close()
@@ -107,6 +112,32 @@ def main():
             nginx.wait(10)
         shutil.rmtree(tmp, ignore_errors=True)
     return 0
+
+
+def new_connection_cost(harness, n=2000):
+    """p50 of connect + GET /healthz + close, with and without the peer check, interleaved."""
+    import socket
+    checked = harness.Server(token=TOKEN)
+    plain = harness.Server(token=TOKEN, args=["--cgroup-root", "none"])
+    request = b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    times = {checked.port: [], plain.port: []}
+    try:
+        for i in range(n):
+            for port in (checked.port, plain.port) if i % 2 == 0 else (plain.port, checked.port):
+                t = time.perf_counter()
+                with socket.create_connection(("127.0.0.1", port)) as c:
+                    c.sendall(request)
+                    while c.recv(4096):
+                        pass
+                times[port].append((time.perf_counter() - t) * 1e6)
+        p50 = {port: sorted(v)[len(v) // 2] for port, v in times.items()}
+        print(f"\nnew connection + GET /healthz + close, p50 of {n}, interleaved:")
+        print(f"  with the check on jobs' connections (sock_diag)   {p50[checked.port]:8.1f} us")
+        print(f"  without it (--cgroup-root none)                   {p50[plain.port]:8.1f} us")
+        print(f"  the check costs a connection                      {p50[checked.port] - p50[plain.port]:+8.1f} us")
+    finally:
+        checked.close()
+        plain.close()
 
 
 if __name__ == "__main__":

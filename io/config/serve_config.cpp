@@ -73,6 +73,8 @@ const char* environment_text =
     "  SHELLCTL_SNAPSHOT_TIMEOUT        snapshot I/O deadline (default 45s)\n"
     "  SHELLCTL_HTTP_MAX_CONNECTIONS    open connections (default half the fd limit, <= 1024)\n"
     "  SHELLCTL_HTTP_MAX_BUFFERED_BYTES request bytes held at once (default 268435456)\n"
+    "  SHELLCTL_HTTP_HEAD_TIMEOUT       a request head must arrive within this, and a connection\n"
+    "                                   without the token may idle this long (default 10s)\n"
     "  HOME, XDG_DATA_HOME              default state dir and the jobs' default HOME and cwd\n"
     "  PATH                             where tmux and the helper binaries are found\n"
     "\nshellctl runs jobs in tmux for AI agents over HTTP; see README.md.\n";
@@ -351,6 +353,7 @@ parse_result parse_serve(int argc, char** argv, char** envp, serve_config& out,
   if (!duration_setting(env, "SHELLCTL_SNAPSHOT_TIMEOUT", out.snapshot_timeout, message) ||
       !duration_setting(env, "SHELLCTL_RESULT_RETENTION", out.retention, message) ||
       !duration_setting(env, "SHELLCTL_GC_INTERVAL", out.gc_interval, message) ||
+      !duration_setting(env, "SHELLCTL_HTTP_HEAD_TIMEOUT", out.head_timeout, message) ||
       !count_setting(env, "SHELLCTL_HTTP_MAX_CONNECTIONS", out.max_connections, message) ||
       !count_setting(env, "SHELLCTL_HTTP_MAX_BUFFERED_BYTES", out.max_buffered_bytes, message))
     return parse_result::exit_config_error;

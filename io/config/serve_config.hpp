@@ -30,6 +30,9 @@ struct serve_config {
   // descriptor limit, at most 1024) and SHELLCTL_HTTP_MAX_BUFFERED_BYTES (positive integers).
   std::size_t max_connections = 1024;
   std::size_t max_buffered_bytes = 256u << 20;
+  // SHELLCTL_HTTP_HEAD_TIMEOUT: a request head must be complete this long after its first
+  // byte, and a connection that has not shown the token may idle this long (G5).
+  std::chrono::nanoseconds head_timeout = std::chrono::seconds(10);
   bool isolation = true;   // SHELLCTL_ENABLE_PATH_ISOLATION: unset or exactly "true"
   bool namespaces = true;  // SHELLCTL_JOB_NAMESPACES: "auto" (default) or "off"
   // Whole-tree containment (extensions.md §E5): --cgroup-root or SHELLCTL_CGROUP_ROOT

@@ -38,6 +38,8 @@ struct connection {
   std::shared_ptr<slot> body_slot;
   bool body_paused = false;
   std::uint64_t idle_since = 0;
+  std::uint64_t accepted_at = 0;
+  bool authenticated = false;  // a head with the caller's credentials came on it
   std::uint64_t request_start = 0;
   std::uint64_t timer_due = 0;
   int open_handles = 0;

@@ -87,6 +87,8 @@ class request_parser {
   bool http_1_0() const { return http_1_0_; }
   // Some bytes of a request have arrived and it is not complete yet.
   bool in_message() const { return in_message_; }
+  // A request has begun and its head (request line and headers) is not complete yet.
+  bool in_head() const { return in_message_ && !headers_done_; }
   // After the last request (an upgrade or CONNECT), further bytes are not HTTP: ignored.
   bool finished() const { return finished_; }
   bool failed() const { return failed_; }

@@ -278,6 +278,15 @@ struct server::impl {
                          ::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0;
       if (!known || !s->cfg.accept_peer(cred.pid, cred.uid)) rc = UV_EACCES;
     }
+    // A TCP peer that may not call us (a job, by its socket's cgroup) is closed unread.
+    if (rc == 0 && !unix_socket && s->cfg.accept_tcp) {
+      uv_os_fd_t fd = -1;
+      if (uv_fileno(c->handle(), &fd) == 0 && !s->cfg.accept_tcp(fd)) {
+        if (s->cfg.on_refused) s->cfg.on_refused("refused");
+        uv_close(c->handle(), [](uv_handle_t* h) { delete static_cast<connection*>(h->data); });
+        return;
+      }
+    }
     if (rc < 0) {
       // EMFILE and friends: log, drop this one, keep serving the others.
       s->log_accept_error(rc);
@@ -286,7 +295,16 @@ struct server::impl {
       return;
     }
     if (s->conn_count >= s->cfg.max_connections) {
-      // Full: one best-effort answer, then the socket goes (nothing is buffered for it).
+      // Full: the oldest guest (no head with credentials yet) makes room, so that peers
+      // without the token can never keep a token holder out (G5).
+      if (connection* guest = s->oldest_guest()) {
+        s->close_conn(guest);
+        if (s->cfg.on_refused) s->cfg.on_refused("guest");
+      }
+    }
+    if (s->conn_count >= s->cfg.max_connections) {
+      // Full of authenticated connections: one best-effort answer, then the socket goes
+      // (nothing is buffered for it).
       static const std::string busy = [] {
         std::string body = error_body("server_busy", "too many open connections");
         return "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
@@ -296,6 +314,7 @@ struct server::impl {
       uv_buf_t b = uv_buf_init(const_cast<char*>(busy.data()), static_cast<unsigned>(busy.size()));
       uv_try_write(c->stream(), &b, 1);
       s->log_refused();
+      if (s->cfg.on_refused) s->cfg.on_refused("full");
       uv_close(c->handle(),
                [](uv_handle_t* h) { delete static_cast<connection*>(h->data); });
       return;
@@ -309,9 +328,29 @@ struct server::impl {
     s->conns = c;
     ++s->conn_count;
     if (s->cfg.on_connections) s->cfg.on_connections(s->conn_count, true);
-    c->idle_since = uv_now(&s->loop);
-    s->arm_timer(c, c->idle_since + s->cfg.idle_timeout.count());
+    c->idle_since = c->accepted_at = uv_now(&s->loop);
+    c->authenticated = !s->cfg.authenticates;
+    s->arm_timer(c, c->idle_since + s->idle_limit(c));
     s->start_reading(c);
+  }
+
+  // How long a connection with nothing in flight may stay open: a guest only as long as a
+  // head may take.
+  std::uint64_t idle_limit(const connection* c) const {
+    return static_cast<std::uint64_t>(c->authenticated ? cfg.idle_timeout.count() : cfg.head_timeout.count());
+  }
+
+  // The guest that has been open longest (the list holds the newest first), or nullptr.
+  connection* oldest_guest() {
+    connection* found = nullptr;
+    for (connection* c = conns; c != nullptr; c = c->next)
+      if (!c->authenticated && !c->closing) found = c;
+    return found;
+  }
+
+  // A complete head: does it make its connection authenticated?
+  void note_head(connection* c, const request& head) {
+    if (!c->authenticated && cfg.authenticates && cfg.authenticates(head)) c->authenticated = true;
   }
 
   std::uint64_t last_refused_log = 0;
@@ -455,12 +494,13 @@ struct server::impl {
     if (c->continue_wanted && c->parser.in_message() && c->pending.empty()) send_continue(c);
     // A request started and still incomplete: its deadline may be sooner than the timer's.
     if (c->parser.in_message() && c->pending.empty())
-      arm_timer(c, c->request_start + cfg.request_timeout.count());
+      arm_timer(c, c->request_start + (c->parser.in_head() ? cfg.head_timeout.count() : cfg.request_timeout.count()));
   }
 
   // A request's head is in and no body byte was read: reject it now (auth, unknown route,
   // budget), or let the body come. False when the connection ends here.
   bool admit_head(connection* c) {
+    note_head(c, c->parser.head());
     if (cfg.head_check) {
       std::optional<response> early;
       try {
@@ -502,7 +542,11 @@ struct server::impl {
     batch(c).append_small("HTTP/1.1 100 Continue\r\n\r\n");
   }
 
-  void dispatch(connection* c) { dispatch_request(c, c->parser.take(), false); }
+  void dispatch(connection* c) {
+    request req = c->parser.take();
+    note_head(c, req);  // a request without a body: its head is complete only now
+    dispatch_request(c, std::move(req), false);
+  }
 
   std::shared_ptr<slot> dispatch_request(connection* c, request req, bool body_streamed) {
     auto sl = std::make_shared<slot>();
@@ -796,7 +840,8 @@ struct server::impl {
       }
       c->idle_since = uv_now(&loop);
       if (c->continue_wanted && c->parser.in_message()) send_continue(c);
-      if (c->parser.in_message()) arm_timer(c, c->request_start + cfg.request_timeout.count());
+      if (c->parser.in_message())
+        arm_timer(c, c->request_start + (c->parser.in_head() ? cfg.head_timeout.count() : cfg.request_timeout.count()));
       if (c->read_paused && !c->resume_queued) {
         c->resume_queued = true;
         resume.push_back(c);
@@ -1097,7 +1142,8 @@ struct server::impl {
       return;
     }
     if (c->parser.in_message()) {
-      std::uint64_t due = c->request_start + s->cfg.request_timeout.count();
+      std::uint64_t due = c->request_start + (c->parser.in_head() ? s->cfg.head_timeout.count()
+                                                                   : s->cfg.request_timeout.count());
       if (now >= due) {
         s->queue_error(c, 408, "request_timeout", "request not received in time");
         s->arm_timer(c, now + s->cfg.idle_timeout.count());
@@ -1106,7 +1152,7 @@ struct server::impl {
       s->arm_timer(c, due);
       return;
     }
-    std::uint64_t due = c->idle_since + s->cfg.idle_timeout.count();
+    std::uint64_t due = c->idle_since + s->idle_limit(c);
     if (now >= due) {
       s->close_conn(c);
       return;

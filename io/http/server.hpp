@@ -137,13 +137,21 @@ struct server_config {
   // Unix socket only: decides on each connection by its peer's kernel credentials
   // (SO_PEERCRED) before anything of it is read; false closes it. Loop thread, no blocking.
   std::function<bool(int pid, unsigned uid)> accept_peer;
+  // TCP only: decides on each connection by its socket (the HTTP front's caller asks the
+  // kernel whose process is at the other end) before anything of it is read; false closes
+  // it without an answer. Loop thread; it must not block beyond a bounded kernel query.
+  std::function<bool(int fd)> accept_tcp;
+  // Connections closed at once, by reason: "full" (503: every connection authenticated),
+  // "guest" (an older guest closed to make room), "refused" (accept_tcp said no). Loop thread.
+  std::function<void(const char* reason)> on_refused;
   // Decides on a request as soon as its head (request line and headers) is complete, before
   // one body byte is read: an answer here (401, 404, 405) is sent, then the connection is
   // closed without reading the body. Called on the loop thread; must not block.
   // It may leave what it decided in `head.accepted`.
   std::function<std::optional<response>(request& head)> head_check;
   // Memory bounds whoever connects (guarantee G5): connections beyond `max_connections` are
-  // answered 503 and closed; request bytes held across all connections (announced or
+  // answered 503 and closed (after the oldest guest, if there is one, made room: see
+  // `authenticates`); request bytes held across all connections (announced or
   // received bodies until their answer is written) beyond `max_buffered_bytes` make the
   // request that would exceed them 503 server_busy.
   std::size_t max_connections = 1024;
@@ -153,6 +161,14 @@ struct server_config {
   std::size_t max_request_line = 16u << 10;    // 414 above
   std::chrono::milliseconds idle_timeout{75000};     // keep-alive connection, no request
   std::chrono::milliseconds request_timeout{60000};  // headers+body must arrive within
+  // A request's head (request line and headers) must be complete within this of its first
+  // byte, and a connection that has not yet authenticated may idle this long at most.
+  std::chrono::milliseconds head_timeout{10000};
+  // Whether a complete head carries the caller's credentials (the token). A connection that
+  // sent one is authenticated from then on; until then it is a guest: when `max_connections`
+  // are open, a new connection closes the oldest guest instead of being refused (G5: peers
+  // without the token can never take a token holder's place). Unset: every connection is.
+  std::function<bool(const request& head)> authenticates;
   std::chrono::milliseconds shutdown_grace{5000};
   bool handle_signals = true;  // SIGINT/SIGTERM start the graceful shutdown
   // One access-log line per answer on stderr (access_log.hpp), written in one batch per

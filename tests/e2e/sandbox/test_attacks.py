@@ -496,6 +496,132 @@ class UnauthenticatedPeersTest(AttackBase):
         self.assert_server_alive()
 
 
+class HalfSentHeadsTest(unittest.TestCase):
+    """G5: 2,000 connections that each send half a request head and wait (any peer can,
+    a job among them) never keep a token holder out: the oldest guest is closed to make room
+    for a new connection, and a head must be complete within seconds."""
+
+    def test_half_sent_heads_never_keep_a_token_holder_out(self):
+        import resource
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 8192)), hard))
+        token = "g5-" + uuid.uuid4().hex
+        s = Server(token=token)
+        stop = threading.Event()
+        held = []
+        opened = [0]
+
+        def flood():
+            socks = []
+            try:
+                while not stop.is_set():
+                    while len(socks) < 2000 and not stop.is_set():
+                        try:
+                            c = socket.create_connection(("127.0.0.1", s.port), timeout=2)
+                            c.sendall(b"GET /v1/jobs HTTP/1.1\r\nHost: x\r\nX-Half: ")
+                            c.setblocking(False)
+                            socks.append(c)
+                            opened[0] += 1
+                        except OSError:
+                            time.sleep(0.01)
+                    # The ones the server closed are refilled (peek: EOF or a reset).
+                    alive = []
+                    for c in socks:
+                        try:
+                            gone = c.recv(1, socket.MSG_PEEK) == b""
+                        except BlockingIOError:
+                            gone = False
+                        except OSError:
+                            gone = True
+                        if gone:
+                            c.close()
+                        else:
+                            alive.append(c)
+                    socks = alive
+                    held.append(len(socks))
+                    time.sleep(0.05)
+            finally:
+                for c in socks:
+                    c.close()
+
+        t = threading.Thread(target=flood)
+        try:
+            t.start()
+            # The server holds at most 1024 connections (its limit here): the flood fills
+            # them all, and keeps opening more as the oldest are closed.
+            wait_until(lambda: opened[0] >= 2000 and held and max(held) >= 1000, timeout=60,
+                       what="the flood to fill every connection")
+            idle_rss = rss_mib(s.pid)
+            ok, statuses, peak = 0, [], idle_rss
+            for _ in range(200):  # spread over 20 s
+                try:
+                    st, _, _ = s.request("GET", "/v1/jobs", timeout=10)
+                except OSError as e:
+                    st = repr(e)
+                statuses.append(st)
+                ok += st == 200
+                peak = max(peak, rss_mib(s.pid))
+                time.sleep(0.1)
+            self.assertGreaterEqual(ok, 198, statuses)
+            # README "Settings": about 20 MiB for a full house of guests.
+            self.assertLess(peak, 64, f"RSS {peak:.1f} MiB under the flood")
+            print(f"under 2000 half-sent heads: {ok}/200 answered, server RSS {peak:.1f} MiB "
+                  f"(idle {idle_rss:.1f}), the flood opened {opened[0]} and held up to {max(held)} connections")
+            metrics = s.request("GET", "/metrics")[2].decode()
+            self.assertRegex(metrics, r'shellctl_http_connections_refused_total\{reason="guest"\} [1-9]')
+        finally:
+            stop.set()
+            t.join()
+            s.close()
+
+
+class JobsCannotCallTheApiTest(unittest.TestCase):
+    """No job may call the control API, with the token or without, auth on or off: its
+    connection is closed before a byte is read (its socket's cgroup, from the kernel). The
+    backend's connections keep working."""
+
+    def check(self, token, env=None):
+        s = Server(token=token, env=env or {})
+        try:
+            import base64
+            head = "GET /v1/jobs HTTP/1.1\r\nHost: x\r\n" + (f"Authorization: Bearer {token}\r\n" if token else "") + "\r\n"
+            program = ("import socket\n"
+                       f"c = socket.create_connection(('127.0.0.1', {s.port}))\n"
+                       f"c.sendall({head.encode()!r})\n"
+                       "try:\n"
+                       "    data = c.recv(100)\n"
+                       "    print('ANSWERED' if data else 'CLOSED')\n"
+                       "except OSError as e:\n"
+                       "    print('CLOSED', e.errno)\n")
+            encoded = base64.b64encode(program.encode()).decode()
+            probe = (f"echo {encoded} | base64 -d | {PY} -\n"
+                     f"curl -s -m 10 -o /dev/null -w 'curl=%{{http_code}}\\n' http://127.0.0.1:{s.port}/healthz; echo rc=$?")
+            res, out = s.run_to_completion(probe)
+            self.assertIn("CLOSED", out)
+            self.assertNotIn("ANSWERED", out)
+            self.assertIn("curl=000", out)
+            self.assertNotIn("rc=0", out)
+            info = s.ok("GET", "/v1/info")
+            self.assertTrue(info["isolation"]["api_refuses_jobs"], info)
+            self.assertIn("jobs' connections to the API refused", s.read_stderr())
+            metrics = s.request("GET", "/metrics", auth=bool(token))[2].decode()
+            self.assertRegex(metrics, r'shellctl_http_connections_refused_total\{reason="job"\} [2-9]')
+            # The backend is not a job: its requests go on.
+            self.assertEqual(s.ok("GET", "/healthz", auth=False), {"status": "ok"})
+            self.assertEqual(s.run_to_completion("echo still")[1], "still\n")
+        finally:
+            s.close()
+
+    def test_auth_on(self):
+        self.check("jobs-" + uuid.uuid4().hex)
+
+    def test_auth_off(self):
+        self.check(None)
+
+    def test_path_isolation_off(self):
+        self.check(None, {"SHELLCTL_ENABLE_PATH_ISOLATION": "false"})
+
+
 class DefaultLayoutTest(AttackBase):
     """The state dir inside the server's HOME (the default ~/.local/share/shellctl):
     jobs whose HOME is the server's see the mask, and cannot rename their way around it."""

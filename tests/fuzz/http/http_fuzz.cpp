@@ -1,5 +1,6 @@
 // libFuzzer: bytes -> request_parser (fed in 1-3 pieces) -> the front's check (route,
-// token) -> the API request decoder (JSON bodies, query strings). The first bytes choose
+// token) -> the API request decoder (JSON bodies, query strings); and the kernel's
+// sock_diag answer the front reads about each connection's peer. The first bytes choose
 // where the input is split, so the fuzzer explores pipelined requests cut at arbitrary
 // points; every complete request is checked for internal consistency, routed and decoded
 // as the server would.
@@ -18,6 +19,7 @@
 #include "io/http/server.hpp"
 #include "io/http/wire.hpp"
 #include "io/json/json.hpp"
+#include "io/sandbox/sock_diag.hpp"
 
 using namespace shellctl::io::http;
 
@@ -96,6 +98,14 @@ void visit(request&& r) {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size < 2) return 0;
+  // One input in sixteen is the kernel's answer about a connection's peer (sock_diag),
+  // which the front reads at every accept: parsed within its bytes, never more.
+  if (data[0] % 16 == 15) {
+    const auto a = shellctl::io::sandbox::parse_inet_diag_answer(
+        std::string_view(reinterpret_cast<const char*>(data) + 1, size - 1));
+    check(a.result != shellctl::io::sandbox::peer_lookup::found || size - 1 >= 16);
+    return 0;
+  }
   // Small limits so that the 413/414/431 paths are reachable with small inputs.
   parser_limits lim;
   lim.max_body_bytes = 512;
