@@ -30,6 +30,24 @@ def state_of(pid):
         return None
 
 
+def held_by_stop(pid):
+    """Whether a process runs no more after a SIGSTOP to its job: stopped, gone, a zombie
+    its stopped parent has not reaped, or a parent waiting in vfork() for a child the STOP
+    caught before its exec (uninterruptible until the child goes on, its own STOP pending)."""
+    state = state_of(pid)
+    if state in ("T", "Z", None):
+        return True
+    if state != "D":
+        return False
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            fields = dict(line.split(":", 1) for line in f if ":" in line)
+    except OSError:
+        return True
+    pending = int(fields["SigPnd"], 16) | int(fields["ShdPnd"], 16)
+    return bool(pending & (1 << (signal.SIGSTOP - 1)))
+
+
 class JobControl(unittest.TestCase):
     server_env = {}
 
@@ -115,7 +133,7 @@ class JobControl(unittest.TestCase):
         job = self.start(f"echo armed; exec sh -c 'while :; do sleep 0.05; done' {mk}", "armed")
         pids = wait_until(lambda: [p for p, _ in processes_mentioning(mk)], timeout=30, what="pids")
         self.assertEqual(self.signal(job, "STOP")[0], 200)
-        wait_until(lambda: all(state_of(p) in ("T", None) for p in pids), timeout=30, what="stopped")
+        wait_until(lambda: all(held_by_stop(p) for p in pids), timeout=30, what="stopped")
         self.assertEqual(self.server.ok("GET", f"/v1/jobs/{job}")["status"], "running")
         self.assertEqual(self.signal(job, "CONT")[0], 200)
         wait_until(lambda: all(state_of(p) not in ("T",) for p in pids), timeout=30, what="continued")
