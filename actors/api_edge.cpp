@@ -8,6 +8,7 @@
 #include "actors/api_metrics.hpp"
 #include "actors/api_requests.hpp"
 #include "actors/api_views.hpp"
+#include "actors/port_scan.hpp"
 
 namespace shellctl::actors {
 namespace {
@@ -203,6 +204,13 @@ void ask_usage(self_ptr self, const job_registry_actor& registry, const io::http
           [resp](caf::error& e) { resp.send(error_response(read_job_error(e))); });
 }
 
+void ask_ports(self_ptr self, const std::string& job_root, const io::http::responder& resp) {
+  auto scan = self->spawn<caf::detached>(port_scan, job_root);
+  self->request(scan, margin, ports_request{})
+      .then([resp](job_ports& p) { resp.send(json_response(200, job_ports_json(p))); },
+            [resp](caf::error& e) { resp.send(error_response(read_job_error(e))); });
+}
+
 bool is_file_route(route r) {
   switch (r) {
     case route::file_read: case route::file_write: case route::file_stat: case route::file_list:
@@ -284,9 +292,9 @@ api_edge_actor::behavior_type api_edge(api_edge_actor::stateful_pointer<api_edge
                                        job_registry_actor registry, snapshot_gate_actor gate,
                                        metrics_registry_actor metrics,
                                        std::chrono::nanoseconds snapshot_timeout,
-                                       file_settings files) {
+                                       file_settings files, std::string job_root) {
   return {
-      [self, registry, gate, metrics, snapshot_timeout, files](http_call& call) {
+      [self, registry, gate, metrics, snapshot_timeout, files, job_root](http_call& call) {
         // Decoding is pure and answers its own errors; nothing here may end the actor,
         // or every request behind this one would go unanswered.
         try {
@@ -304,6 +312,10 @@ api_edge_actor::behavior_type api_edge(api_edge_actor::stateful_pointer<api_edge
           }
           if (call.route.id == route::metrics) {
             ask_metrics(self, metrics, call.resp);
+            return;
+          }
+          if (call.route.id == route::ports) {
+            ask_ports(self, job_root, call.resp);
             return;
           }
           if (call.route.id == route::worker_usage) {

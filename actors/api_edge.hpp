@@ -9,7 +9,8 @@
 // and the edge ends the answer (trailers, a cut, or an error) from the domain outcome.
 // GET /metrics asks the metrics_registry and renders its sample (actors/api_metrics.hpp).
 // Each file API request gets a file_op of its own (actors/file_op.hpp); a download's head
-// is written here, its bytes by the op.
+// is written here, its bytes by the op. GET /v1/ports gets a port_scan of its own
+// (actors/port_scan.hpp), given the job cgroup root ("" without containment).
 #include <chrono>
 #include <cstdint>
 #include <unordered_map>
@@ -36,6 +37,6 @@ api_edge_actor::behavior_type api_edge(api_edge_actor::stateful_pointer<api_edge
                                        job_registry_actor registry, snapshot_gate_actor gate,
                                        metrics_registry_actor metrics,
                                        std::chrono::nanoseconds snapshot_timeout,
-                                       file_settings files);
+                                       file_settings files, std::string job_root);
 
 }  // namespace shellctl::actors

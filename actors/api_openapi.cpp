@@ -119,6 +119,11 @@ const char* components = R"({
         "size": {"type": "integer", "minimum": 0},
         "mode": {"type": "string", "pattern": "^[0-7]{4}$"},
         "mtime": {"type": "string", "format": "date-time"}}},
+    "PortList": {"type": "object", "additionalProperties": false, "required": ["ports"],
+      "properties": {"ports": {"type": "array", "items": {"type": "object", "additionalProperties": false,
+        "required": ["job_id", "port", "address", "family"],
+        "properties": {"job_id": {"type": "string"}, "port": {"type": "integer", "minimum": 1, "maximum": 65535},
+          "address": {"type": "string"}, "family": {"type": "string", "enum": ["ipv4", "ipv6"]}}}}}},
     "FileStat": {"type": "object", "additionalProperties": false,
       "required": ["path", "type", "size", "mode", "mtime"],
       "properties": {
@@ -193,6 +198,9 @@ operation describe(route r) {
       return {"Whether a job waits for its terminal (a prompt), how long it has been quiet, its foreground process",
               "", "JobActivity", {{"idle_flush_seconds", R"({"type":"number","default":0.5})"}}};
     case route::info: return {"What this server can do: its API, isolation and limits", "", "Info", {}};
+    case route::ports:
+      return {"The TCP ports on which jobs' processes listen (also those a finished job left running), "
+              "each with its job; 503 without cgroup containment", "", "PortList", {}};
     case route::worker_usage: return {"A native scope worker's budget counters", "", "object", {}};
     case route::tail:
       return {"The last bytes of a job's output", "", "JobResult",

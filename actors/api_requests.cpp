@@ -216,6 +216,7 @@ decoded_request decode(const io::http::request& req, const route_match& m) {
     case route::healthz:  // answered by the front; never decoded
     case route::openapi:
     case route::info:
+    case route::ports:  // asked of a port_scan by the edge
     case route::metrics:  // answered by the edge from metrics_registry
     case route::worker_usage:  // answered by the edge from the store (a scope's worker)
     case route::stream:   // decoded by decode_stream_offset, opened by the edge

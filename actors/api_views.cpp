@@ -145,7 +145,7 @@ std::string server_info_json(const server_info& i) {
   writer w;
   w.begin_object().key("version").value(i.version).key("api").begin_array();
   // Only what this build serves.
-  for (const char* a : {"jobs", "snapshot", "files", "stream", "resize", "signal", "activity"}) w.value(a);
+  for (const char* a : {"jobs", "snapshot", "files", "stream", "resize", "signal", "activity", "ports"}) w.value(a);
   w.end_array().key("isolation").begin_object().key("landlock_abi");
   if (i.landlock_abi)
     w.value(*i.landlock_abi);
@@ -186,6 +186,17 @@ std::string job_activity_json(const job_activity& a) {
     w.null();
   w.key("processes").value(static_cast<std::uint64_t>(a.processes));
   w.end_object();
+  return w.finish();
+}
+
+std::string job_ports_json(const job_ports& p) {
+  writer w;
+  w.begin_object().key("ports").begin_array();
+  for (const auto& port : p.ports) {
+    w.begin_object().key("job_id").value(port.job_id).key("port").value(static_cast<std::uint64_t>(port.port));
+    w.key("address").value(port.address).key("family").value(port.ipv6 ? "ipv6" : "ipv4").end_object();
+  }
+  w.end_array().end_object();
   return w.finish();
 }
 

@@ -22,6 +22,7 @@ std::string worker_usage_json(const io::native::budget_usage& u);
 // {"job_id","status","done","offset","waiting_for_input","idle_seconds","foreground",
 //  "terminal","processes"} (extensions.md §E6); foreground and terminal null without a pane.
 std::string job_activity_json(const job_activity& a);
+std::string job_ports_json(const job_ports& p);
 // {"entries":N,"bytes_written":M} (snapshot.md §5.5).
 std::string snapshot_restored_json(const snapshot_restored& r);
 // The trailers that say a save succeeded (snapshot.md §4.7: a pinned wire contract).

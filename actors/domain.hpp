@@ -161,6 +161,17 @@ struct file_written {
   std::string sha256_hex;
 };
 
+// GET /v1/ports: a TCP port on which a process of a job listens, and its job.
+struct job_port {
+  std::string job_id;
+  std::string address;  // the bound address (0.0.0.0, ::, 127.0.0.1 ...)
+  std::uint16_t port = 0;
+  bool ipv6 = false;
+};
+struct job_ports {
+  std::vector<job_port> ports;  // by port, then family and address
+};
+
 // One answer to one request, held by an actor until it can be given. Copies share it and
 // the first ok()/fail() delivers: an answer guarded by a deadline and also owed by a
 // continuation reaches its client once. Wraps CAF's response promise, so the answer travels
@@ -211,6 +222,7 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::snapshot_saved)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::snapshot_restored)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::io::fs::stat_result)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::io::fs::listing)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::job_ports)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::file_done)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::file_opened)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::file_written)

@@ -142,6 +142,19 @@ void end_job_cgroup(self_ptr self, std::function<void()> then = {}) {
             [done](caf::error&) { done(false, "the cgroup reaper is gone"); });
 }
 
+// What an exited job left running that outlives its script (io/proc/job_init.hpp), from its
+// cgroup's subtree; none without a cgroup.
+std::vector<pid_t> leftover_pids(self_ptr self) {
+  auto& st = self->state;
+  if (!st.cgroup_exists) return {};
+  return io::proc::leftover_processes(io::sandbox::cgroups::subtree_procs(st.cgroup));
+}
+
+// Whether an ended job keeps its cgroup: its script exited and left processes running.
+bool keeps_leftovers(self_ptr self) {
+  return self->state.row.status == job_status::exited && !leftover_pids(self).empty();
+}
+
 // The processes of the running job: its cgroup's and those of every cgroup the job made
 // below it (minus the namespaced init, which forwards signals itself), else those found
 // from its runner (io/proc/job_processes.hpp).
@@ -318,9 +331,11 @@ void store_request(self_ptr self, Message msg, std::function<void(store_reply&)>
               const auto before = st.row.status;
               st.row = *r.row;
               if (st.row.status != before) log_lifecycle(self, io::store::status_text(st.row.status));
-              // The job is over (exited, failed, lost): nothing it started outlives it
-              // (§E5). A terminate ends the tree itself, after its grace.
-              if (done(self) && !st.terminating) end_job_cgroup(self);
+              // The job is over (failed, lost): nothing it started outlives it (§E5). One
+              // whose script exited keeps what it left running (a nohup'd or setsid
+              // daemon, io/proc/job_init.hpp) until it is terminated, removed or found
+              // lost. A terminate ends the tree itself, after its grace.
+              if (done(self) && !st.terminating && !keeps_leftovers(self)) end_job_cgroup(self);
             }
             if (!r.ok) warn(self, "store: " + r.error);
             then(r);
@@ -1007,7 +1022,7 @@ void recover(self_ptr self, bool alive) {
   st.gate_opened = has(self, files::start_gate);
   if (done(self)) {
     if (alive) kill_session(self);  // runtime.md §9.1 step 6
-    end_job_cgroup(self);           // an end the crash cut short
+    if (!keeps_leftovers(self)) end_job_cgroup(self);  // an end the crash cut short
     settle(self);
     return;
   }
@@ -1311,6 +1326,8 @@ void serve_request(self_ptr self, const activity_request& req, const answer<job_
   a.idle_seconds = io::text::seconds_since_modified(st.output_abs);
   const bool running = st.row.status == job_status::running && !st.terminating && st.pane_pid > 0;
   if (!running) {
+    // A finished job: what its script left running, if anything (io/proc/job_init.hpp).
+    if (done(self)) a.processes = leftover_pids(self).size();
     reply.ok(std::move(a));
     return;
   }

@@ -70,6 +70,10 @@ struct body_arrived {
   io::http::body_piece piece;
 };
 
+// ---------------------------------------------------------------- api_edge → port_scan
+// GET /v1/ports → job_ports (actors/port_scan.hpp).
+struct ports_request {};
+
 // ---------------------------------------------------------------- api_edge → file_op
 // One file API request (extensions.md §E1), each answered by a file_op actor of its own
 // (actors/file_op.hpp); paths are the client's, resolved by the op beneath the roots.
@@ -502,6 +506,7 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::snapshot_restore_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::stream_drained)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::body_arrived)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::job_timeline_event)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::ports_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::file_stat_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::file_list_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::file_mkdir_request)

@@ -48,6 +48,7 @@ const std::vector<route_entry>& route_table() {
       {route::signal, "POST", "/v1/jobs/{job_id}/signal"},
       {route::activity, "GET", "/v1/jobs/{job_id}/activity"},
       {route::info, "GET", "/v1/info"},
+      {route::ports, "GET", "/v1/ports"},
       {route::snapshot_save, "POST", "/v1/snapshot/save"},
       {route::snapshot_restore, "POST", "/v1/snapshot/restore"},
       {route::file_read, "GET", "/v1/files/content"},
@@ -85,6 +86,8 @@ route_match match_route(std::string_view method, std::string_view path) {
     add("GET", route::metrics);
   } else if (segs.size() == 2 && is(0, "v1") && is(1, "info")) {
     add("GET", route::info);
+  } else if (segs.size() == 2 && is(0, "v1") && is(1, "ports")) {
+    add("GET", route::ports);
   } else if (segs.size() == 3 && is(0, "v1") && is(1, "snapshot") && is(2, "save")) {
     add("POST", route::snapshot_save);
   } else if (segs.size() == 3 && is(0, "v1") && is(1, "snapshot") && is(2, "restore")) {

@@ -15,6 +15,7 @@ enum class route {
   stream,                           // extensions.md §E2
   resize, signal, activity,         // §E3, §E4, §E6
   info,                             // §E7
+  ports,                            // GET /v1/ports: what jobs listen on (actors/port_scan.hpp)
   file_read, file_write, file_stat, file_list, file_mkdir, file_delete, file_move,  // §E1
   // Not in the table (no ordinary server serves it): a native scope worker's
   // GET /v1/worker/usage (native-scopes.md §5), matched by check_at_worker_front.

@@ -323,7 +323,7 @@ int serve(const io::config::serve_config& cfg, const io::sandbox::namespace_prob
   files.worker = home_worker;
   std::vector<api_edge_actor> edges;
   for (std::size_t i = 0; i < std::max<std::size_t>(1, sys.scheduler().num_workers()); ++i)
-    edges.push_back(sys.spawn(api_edge, registry, gate, metrics, cfg.snapshot_timeout, files));
+    edges.push_back(sys.spawn(api_edge, registry, gate, metrics, cfg.snapshot_timeout, files, js.cgroup_root));
   auto gc = sys.spawn(retention_gc, retention_settings{cfg.retention, cfg.gc_interval}, store,
                       registry, metrics);
   // A scope's worker with network targets: the jobs' proxy (native-scopes.md §7). Its stop

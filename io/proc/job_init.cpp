@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -10,7 +11,7 @@
 
 namespace shellctl::io::proc {
 
-[[noreturn]] void run_init(pid_t job, int status_fd) {
+[[noreturn]] void run_init(pid_t job, int status_fd, bool outlive_runner) {
   // Nothing of the runner's stays open here but the report channel.
   if (status_fd > 3) ::close_range(3, static_cast<unsigned>(status_fd) - 1, 0);
   ::close_range(static_cast<unsigned>(status_fd) + 1, ~0U, 0);
@@ -23,6 +24,14 @@ namespace shellctl::io::proc {
   if (null_fd >= 0)
     for (int fd = 0; fd <= 2; ++fd) ::dup2(null_fd, fd);
   bool job_alive = true;
+  // The main process's status, once. First, when the job has a cgroup, init stops dying
+  // with the runner: the runner exits once it has read this, and what is left of the job
+  // lives on (see job_init.hpp).
+  auto report = [&](int status) {
+    if (outlive_runner) ::prctl(PR_SET_PDEATHSIG, 0);
+    (void)!::write(status_fd, &status, sizeof status);
+    ::close(status_fd);
+  };
   for (;;) {
     signalfd_siginfo si{};
     if (sfd < 0 || ::read(sfd, &si, sizeof si) != static_cast<ssize_t>(sizeof si)) {
@@ -32,7 +41,7 @@ namespace shellctl::io::proc {
       const pid_t pid = ::waitpid(-1, &status, 0);
       if (pid == job && job_alive) {
         job_alive = false;
-        (void)!::write(status_fd, &status, sizeof status);
+        report(status);
       }
       if (pid < 0 && errno == ECHILD) ::_exit(0);
       continue;
@@ -49,7 +58,7 @@ namespace shellctl::io::proc {
         }
         if (pid == job && job_alive) {
           job_alive = false;
-          (void)!::write(status_fd, &status, sizeof status);
+          report(status);
         }
       }
       continue;

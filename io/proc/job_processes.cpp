@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -107,6 +108,67 @@ std::vector<pid_t> cgroup_job_processes(pid_t runner, const std::vector<pid_t>& 
   std::vector<pid_t> out;
   for (pid_t pid : members)
     if (pid != init) out.push_back(pid);
+  return out;
+}
+
+namespace {
+// A process's pids from /proc/<pid>/status's NSpid line, outermost namespace first.
+std::vector<std::string> ns_pids(std::istream& status_lines, std::string* state = nullptr) {
+  std::vector<std::string> pids;
+  std::string line;
+  while (std::getline(status_lines, line)) {
+    if (state && line.rfind("State:", 0) == 0) {
+      *state = line.substr(6);
+    } else if (line.rfind("NSpid:", 0) == 0) {
+      std::istringstream in(line.substr(6));
+      for (std::string word; in >> word;) pids.push_back(word);
+    }
+  }
+  return pids;
+}
+}  // namespace
+
+std::vector<pid_t> leftover_processes(const std::vector<pid_t>& members) {
+  // The job's init is PID 1 of a namespace one below ours; one the job made for itself
+  // (unshare -p) lies deeper, and its PID 1 is the job's own process.
+  std::ifstream self("/proc/self/status");
+  const std::size_t our_depth = ns_pids(self).size();
+  std::vector<pid_t> out;
+  for (pid_t pid : members) {
+    std::ifstream f("/proc/" + std::to_string(pid) + "/status");
+    std::string state;
+    const auto pids = ns_pids(f, &state);
+    if (state.empty()) continue;  // gone meanwhile
+    const bool exiting = state.find('Z') != std::string::npos || state.find('X') != std::string::npos;
+    const bool init = pids.size() == our_depth + 1 && pids.back() == "1";
+    if (!init && !exiting) out.push_back(pid);
+  }
+  return out;
+}
+
+std::vector<pid_t> unsettled_before_hangup(const std::vector<pid_t>& members, pid_t pgrp) {
+  std::vector<pid_t> out;
+  for (pid_t pid : members) {
+    const std::string dir = "/proc/" + std::to_string(pid);
+    std::ifstream stat(dir + "/stat");
+    std::string line;
+    if (!std::getline(stat, line)) continue;  // gone
+    // "pid (comm) S ppid pgrp ...": comm may hold anything, so from its last ')'.
+    const auto close = line.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(line.substr(close + 1));
+    char state = 0;
+    long ppid = 0, group = 0;
+    if (!(rest >> state >> ppid >> group) || group != pgrp || (state != 'R' && state != 'D')) continue;
+    std::ifstream status(dir + "/status");
+    bool spared = false;
+    while (std::getline(status, line)) {
+      for (const char* mask : {"SigBlk:", "SigIgn:", "SigCgt:"})
+        if (line.rfind(mask, 0) == 0 && (std::strtoull(line.c_str() + std::strlen(mask), nullptr, 16) & 1ULL))
+          spared = true;  // bit 0 is SIGHUP (signal 1)
+    }
+    if (!spared) out.push_back(pid);
+  }
   return out;
 }
 

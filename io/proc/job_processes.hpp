@@ -29,6 +29,18 @@ std::vector<pid_t> job_processes(pid_t runner, const std::string& owner);
 // process the job started, wherever it moved in its sessions and groups.
 std::vector<pid_t> cgroup_job_processes(pid_t runner, const std::vector<pid_t>& members);
 
+// What is left of a job whose script has ended (job_init.hpp): its cgroup's `members`
+// without the job's init (PID 1 of the job's PID namespace, by /proc's NSpid) and without
+// processes already exiting (zombies, or in the kernel's exit path).
+std::vector<pid_t> leftover_processes(const std::vector<pid_t>& members);
+
+// Of a job's cgroup `members`, those in process group `pgrp` that the terminal's hangup
+// would end (SIGHUP neither ignored, blocked nor caught) and that are still running or in
+// the kernel (R, D): a background child its script started as it ended, which may be on
+// its way to ignoring SIGHUP (nohup), to a session of its own (setsid) or to a trap. The
+// runner lets them get there before its exit hangs the terminal up (runner.cpp).
+std::vector<pid_t> unsettled_before_hangup(const std::vector<pid_t>& members, pid_t pgrp);
+
 // Sends `signo` to each of `pids`; returns how many took it.
 std::size_t signal_processes(const std::vector<pid_t>& pids, int signo);
 

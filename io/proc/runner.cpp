@@ -31,6 +31,7 @@
 #include "io/proc/runner_inotify.hpp"
 #include "io/proc/scoped_world.hpp"
 #include "io/sandbox/capabilities.hpp"
+#include "io/proc/job_processes.hpp"
 #include "io/sandbox/cgroups.hpp"
 #include "io/sandbox/landlock.hpp"
 #include "io/sandbox/namespaces.hpp"
@@ -297,7 +298,7 @@ sandbox_step namespaced_step(const sandbox_settings& sb, const sandbox::path_pol
 // PID 1 of a job's namespaces, its world built: starts the job's process (which takes
 // `step` and waits at the gate), then is its init. Returns only if the fork failed.
 int start_as_init(const child_plan& plan, const std::string& chdir_to, const sandbox_step& step,
-                  int status_fd) {
+                  int status_fd, bool outlive_runner) {
   block_all_signals();
   const pid_t job = ::fork();
   if (job < 0) {
@@ -309,7 +310,7 @@ int start_as_init(const child_plan& plan, const std::string& chdir_to, const san
     ::_exit(exec_child(plan, chdir_to, step));
   }
   gate_latch::hand_over();  // the job's process waits at the gate now
-  run_init(job, status_fd);
+  run_init(job, status_fd, outlive_runner);
 }
 
 // PID 1 of the job's namespaces: plan, build the world, start the job, then be its init.
@@ -351,7 +352,9 @@ int init_role(const parent_options& opts, const std::string& script, int status_
   if (!w.home_view.empty()) policy.ro_dirs.push_back(sb.state_dir + "/jobs");
   const std::string job_dir = w.job_dir;
   const std::string chdir_to = w.own_root ? plan.cwd_canonical : plan.cwd;
-  return start_as_init(plan, chdir_to, namespaced_step(sb, policy, plan, job_dir), status_fd);
+  // What the job leaves running outlives its script only where its cgroup can end it later.
+  return start_as_init(plan, chdir_to, namespaced_step(sb, policy, plan, job_dir), status_fd,
+                       !sb.cgroup_root.empty());
 }
 
 // A native scope's job (native-scopes.md §6 steps 2-5), in its order: rlimits, every
@@ -426,7 +429,9 @@ int scoped_init_role(const parent_options& opts, const std::string& script, int 
   inside.policy.isolation = false;
   child_plan plan;
   if (const int rc = plan_child(kScopedScript, opts.cwd, inside, plan); rc != 0) return rc;
-  return start_as_init(plan, plan.cwd, scoped_step(sc), status_fd);
+  // A native scope's job ends whole with its script: a scope has no cgroup of ours to keep
+  // what a job leaves running, and the next job of the scope must start from nothing.
+  return start_as_init(plan, plan.cwd, scoped_step(sc), status_fd, false);
 }
 
 // The job without namespaces: Landlock alone when isolation is on (SHELLCTL_JOB_NAMESPACES
@@ -938,6 +943,23 @@ static void await_pipe_end(const std::string& job_dir) {
   // output.log after the marker.
 }
 
+// Our exit ends the pane's session (we are its leader): the kernel sends SIGHUP to the
+// terminal's foreground process group, which holds the job's background children. What
+// ignores it (nohup), catches it or left the group (setsid) outlives the job, where the job
+// has a cgroup to end it later (job_init.hpp). A script that ends right after `nohup cmd &`
+// leaves that child on its way there — forked, not yet in nohup — and the hangup would
+// race it: such children (running, not yet sparing SIGHUP) get until they settle, at most
+// a second. A job that left nothing running is not held up: one read of its cgroup.
+static void settle_before_hangup(const parent_options& opts) {
+  if (opts.sandbox.cgroup_root.empty() || opts.sandbox.scoped.on || opts.job_id.empty()) return;
+  const std::string cgroup = sandbox::cgroups::job_path(opts.sandbox.cgroup_root, opts.job_id);
+  const pid_t group = ::getpgrp();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  while (!unsettled_before_hangup(sandbox::cgroups::subtree_procs(cgroup), group).empty() &&
+         std::chrono::steady_clock::now() < deadline)
+    ::usleep(2000);
+}
+
 int run_parent(const parent_options& opts) {
   // Whatever tmux (or whoever started us) ignored or blocked, the job gets the defaults,
   // and the signals forwarded below reach our signalfd (an ignored one never would).
@@ -955,6 +977,7 @@ int run_parent(const parent_options& opts) {
     if (!io::fs::write_file_atomic(join_path(opts.job_dir, name), value + "\n", 0644, err))
       diag(std::string("write ") + name, err);
   }
+  settle_before_hangup(opts);
   if (opts.mode == job_mode::pty) await_pipe_end(opts.job_dir);
   return code;
 }

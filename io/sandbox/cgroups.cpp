@@ -356,6 +356,34 @@ std::vector<std::string> job_ids(const std::string& root) {
   return out;
 }
 
+namespace {
+// Every cgroup at and below `path` as belonging to `job`. A job's own cgroups are its to
+// make (its cgroup namespace lets it), so the depth is bounded: what lies deeper is not
+// looked at.
+void map_subtree(const std::string& path, const std::string& job, int depth,
+                 std::unordered_map<std::uint64_t, std::string>& out) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return;
+  out.emplace(static_cast<std::uint64_t>(st.st_ino), job);
+  if (depth == 0) return;
+  DIR* d = ::opendir(path.c_str());
+  if (!d) return;
+  std::vector<std::string> children;
+  while (dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    if (e->d_type == DT_DIR && name != "." && name != "..") children.push_back(path + "/" + name);
+  }
+  ::closedir(d);
+  for (const auto& c : children) map_subtree(c, job, depth - 1, out);
+}
+}  // namespace
+
+std::unordered_map<std::uint64_t, std::string> job_of_cgroup_ids(const std::string& root) {
+  std::unordered_map<std::uint64_t, std::string> out;
+  for (const auto& id : job_ids(root)) map_subtree(job_path(root, id), id, 16, out);
+  return out;
+}
+
 bool exists(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);

@@ -20,7 +20,9 @@
 
 #include <chrono>
 #include <optional>
+#include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace shellctl::io::sandbox::cgroups {
@@ -81,6 +83,10 @@ std::string job_path(const std::string& root, const std::string& job_id);
 
 // The ids of the job-<id> cgroups under `root`.
 std::vector<std::string> job_ids(const std::string& root);
+
+// The job of each cgroup id (the cgroup directory's inode number, as sock_diag reports a
+// socket's) under `root`: every job-<id> cgroup and every cgroup a job made below its own.
+std::unordered_map<std::uint64_t, std::string> job_of_cgroup_ids(const std::string& root);
 
 bool exists(const std::string& path);
 

@@ -4,7 +4,9 @@
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <linux/sock_diag.h>
+#include <arpa/inet.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -180,6 +182,103 @@ peer_answer probe_loopback() {
   for (int fd : {l, c, s})
     if (fd >= 0) ::close(fd);
   return out;
+}
+
+bool parse_listening_part(std::string_view bytes, std::vector<listening_socket>& out, bool& done,
+                          std::string& err) {
+  std::size_t off = 0;
+  while (off + sizeof(nlmsghdr) <= bytes.size()) {
+    nlmsghdr h;
+    std::memcpy(&h, bytes.data() + off, sizeof h);
+    if (h.nlmsg_len < sizeof h || h.nlmsg_len > bytes.size() - off) {
+      err = "inet_diag: a malformed dump";
+      return false;
+    }
+    const std::string_view body = bytes.substr(off + sizeof h, h.nlmsg_len - sizeof h);
+    if (h.nlmsg_type == NLMSG_DONE) {
+      done = true;
+      return true;
+    }
+    if (h.nlmsg_type == NLMSG_ERROR) {
+      nlmsgerr e{};
+      if (body.size() >= sizeof e) std::memcpy(&e, body.data(), sizeof e);
+      err = std::string("inet_diag dump: ") + std::strerror(e.error < 0 ? -e.error : EIO);
+      return false;
+    }
+    if (h.nlmsg_type == SOCK_DIAG_BY_FAMILY && body.size() >= sizeof(inet_diag_msg)) {
+      inet_diag_msg m;
+      std::memcpy(&m, body.data(), sizeof m);
+      listening_socket s;
+      s.family = m.idiag_family;
+      s.port = ntohs(m.id.idiag_sport);
+      char text[INET6_ADDRSTRLEN] = {};
+      if ((m.idiag_family == AF_INET || m.idiag_family == AF_INET6) &&
+          ::inet_ntop(m.idiag_family, m.id.idiag_src, text, sizeof text) != nullptr) {
+        s.address = text;
+        std::size_t a = NLMSG_ALIGN(sizeof(inet_diag_msg));
+        while (a + sizeof(rtattr) <= body.size()) {
+          rtattr r;
+          std::memcpy(&r, body.data() + a, sizeof r);
+          if (r.rta_len < sizeof r || r.rta_len > body.size() - a) break;
+          if (r.rta_type == INET_DIAG_CGROUP_ID && r.rta_len >= RTA_LENGTH(sizeof(std::uint64_t)))
+            std::memcpy(&s.cgroup_id, body.data() + a + RTA_LENGTH(0), sizeof s.cgroup_id);
+          a += RTA_ALIGN(r.rta_len);
+        }
+        out.push_back(std::move(s));
+      }
+    }
+    off += NLMSG_ALIGN(h.nlmsg_len);
+  }
+  return true;
+}
+
+bool listening_tcp_sockets(std::vector<listening_socket>& out, std::string& err) {
+  const int nl = ::socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+  if (nl < 0) {
+    err = std::string("netlink: ") + std::strerror(errno);
+    return false;
+  }
+  timeval bound{1, 0};
+  ::setsockopt(nl, SOL_SOCKET, SO_RCVTIMEO, &bound, sizeof bound);
+  bool ok = true;
+  std::uint32_t seq = 0;
+  for (const int family : {AF_INET, AF_INET6}) {
+    struct {
+      nlmsghdr h;
+      inet_diag_req_v2 r;
+    } req{};
+    req.h.nlmsg_len = sizeof req;
+    req.h.nlmsg_type = SOCK_DIAG_BY_FAMILY;
+    req.h.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+    req.h.nlmsg_seq = ++seq;
+    req.r.sdiag_family = static_cast<std::uint8_t>(family);
+    req.r.sdiag_protocol = IPPROTO_TCP;
+    req.r.idiag_states = 1U << TCP_LISTEN;
+    sockaddr_nl kernel{};
+    kernel.nl_family = AF_NETLINK;
+    if (::sendto(nl, &req, sizeof req, 0, reinterpret_cast<sockaddr*>(&kernel), sizeof kernel) !=
+        static_cast<ssize_t>(sizeof req)) {
+      err = std::string("netlink send: ") + std::strerror(errno);
+      ok = false;
+      break;
+    }
+    // A dump comes in datagrams of at most a few pages each.
+    static thread_local char buf[65536];
+    bool done = false;
+    while (ok && !done) {
+      const ssize_t n = ::recv(nl, buf, sizeof buf, 0);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        err = std::string("netlink recv: ") + std::strerror(n < 0 ? errno : EIO);
+        ok = false;
+        break;
+      }
+      ok = parse_listening_part(std::string_view(buf, static_cast<std::size_t>(n)), out, done, err);
+    }
+    if (!ok) break;
+  }
+  ::close(nl);
+  return ok;
 }
 
 }  // namespace shellctl::io::sandbox

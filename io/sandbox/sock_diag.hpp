@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace shellctl::io::sandbox {
 
@@ -39,5 +40,24 @@ peer_answer probe_loopback();
 // The kernel's answer to one inet_diag request, parsed (exposed for the fuzz target): the
 // cgroup id of the first message, or why not.
 peer_answer parse_inet_diag_answer(std::string_view bytes);
+
+// A TCP socket listening in this network namespace (jobs share it: GET /v1/ports).
+struct listening_socket {
+  int family = 0;            // AF_INET or AF_INET6
+  std::string address;       // the bound address, as inet_ntop writes it
+  std::uint16_t port = 0;
+  std::uint64_t cgroup_id = 0;  // of the process that created it (0: the kernel said none)
+};
+
+// Every TCP socket in LISTEN state, both families: one inet_diag dump each, on a netlink
+// socket of its own (a dump's parts must not meet another question's answer). Blocking,
+// bounded like tcp_peer_cgroup. False with `err` when the kernel cannot dump.
+bool listening_tcp_sockets(std::vector<listening_socket>& out, std::string& err);
+
+// One datagram of such a dump, parsed (exposed for the fuzz target): appends what it
+// names to `out`; `done` once the dump's end is in it. False with `err` on an error
+// message or a malformed part.
+bool parse_listening_part(std::string_view bytes, std::vector<listening_socket>& out, bool& done,
+                          std::string& err);
 
 }  // namespace shellctl::io::sandbox

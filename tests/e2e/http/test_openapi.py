@@ -9,7 +9,7 @@ import subprocess
 import tempfile
 import unittest
 
-from harness import Server
+from harness import Server, wait_until
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOKEN = "openapi-token"
@@ -59,6 +59,15 @@ class OpenAPITest(unittest.TestCase):
         s.run_to_completion("true")
         out.append(["JobActivity", s.ok("GET", f"/v1/jobs/{live}/activity")])
         out.append(["Info", s.ok("GET", "/v1/info")])
+        # What jobs listen on: one left running by a finished job (IPv4 and IPv6).
+        left, _ = s.run_to_completion(
+            "nohup /usr/bin/python3 -c 'import socket, time\n"
+            "a = socket.socket(); a.bind((\"127.0.0.1\", 0)); a.listen()\n"
+            "b = socket.socket(socket.AF_INET6); b.bind((\"::1\", 0)); b.listen(); time.sleep(60)' >/dev/null 2>&1 &")
+        ports = wait_until(lambda: (lambda p: p if len(p["ports"]) == 2 else None)(s.ok("GET", "/v1/ports")),
+                           timeout=30, what="two listeners")
+        out.append(["PortList", ports])
+        s.ok("DELETE", f"/v1/jobs/{left['job_id']}")
         return out
 
     def test_needs_the_token(self):
@@ -83,7 +92,7 @@ class OpenAPITest(unittest.TestCase):
             os.unlink(g.name)
         self.assertEqual((r.returncode, r.stdout.strip()), (0, "valid"), r.stderr)
         operations = [(m.upper(), p) for p, ops in doc["paths"].items() for m in ops]
-        self.assertEqual(len(operations), 25)
+        self.assertEqual(len(operations), 26)
         for method, pattern in operations:
             path = pattern.replace("{job_id}", "0123456789abcdef")
             body = None if method in ("GET", "DELETE") else {}

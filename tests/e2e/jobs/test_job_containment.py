@@ -130,16 +130,27 @@ class Containment(unittest.TestCase):
         self.assertEqual((status, body), (200, {"job_id": job, "deleted": True}))
         self.assert_nothing_left(job, mk, pids)
 
-    def test_the_jobs_own_exit_ends_what_it_left_behind(self):
+    def test_the_jobs_own_exit_keeps_what_outlives_the_hangup_until_delete(self):
+        """As in the original: the setsid and nohup'd daemons outlive the job's script (a dev
+        server for the next job, test_job_leftovers.py), the double-forked child that takes
+        the terminal's hangup does not; the job's delete ends the rest and its cgroup."""
         mk = tag()
         res, _ = self.server.run_to_completion(
             f"setsid sh -c 'sleep 1000; :' {mk}-setsid & "
             f"nohup sh -c 'sleep 1000; :' {mk}-nohup >/dev/null 2>&1 & "
             f"(sh -c 'sleep 1000; :' {mk}-double &); sleep 0.3; echo bye")
         self.assertEqual((res["status"], res["exit_code"]), ("exited", 0))
-        wait_until(lambda: not processes_mentioning(mk), timeout=30, what="the leftovers gone")
-        wait_until(lambda: not os.path.exists(os.path.join(self.root, "job-" + res["job_id"])),
-                   timeout=30, what="the cgroup gone")
+        cg = os.path.join(self.root, "job-" + res["job_id"])
+
+        def names():
+            return " ".join(" ".join(a) for _, a in processes_mentioning(mk))
+        wait_until(lambda: f"{mk}-double" not in names(), timeout=30, what="the double fork hung up")
+        self.assertIn(f"{mk}-setsid", names())
+        self.assertIn(f"{mk}-nohup", names())
+        pids = [p for p, _ in processes_mentioning(mk)]
+        assert_all_inside(self, pids, cg)
+        self.server.ok("DELETE", f"/v1/jobs/{res['job_id']}")
+        self.assert_nothing_left(res["job_id"], mk, pids)
 
     def test_stdio_jobs_are_contained_too(self):
         job, mk, pids = self.start_tree(mode="stdio")

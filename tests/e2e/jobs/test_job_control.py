@@ -371,7 +371,7 @@ class JobControl(unittest.TestCase):
         self.assertEqual(set(info), {"version", "api", "isolation", "limits"})
         self.assertTrue(info["version"])
         self.assertEqual(info["api"], ["jobs", "snapshot", "files", "stream", "resize", "signal",
-                                       "activity"])
+                                       "activity", "ports"])
         # Root with a writable cgroup2 here: containment is on (§E5; the fallback is
         # tested in test_job_containment.py).
         self.assertEqual(info["isolation"]["cgroup"], "v2")

@@ -425,10 +425,14 @@ class ContainmentTest(AttackBase):
         self.assertEqual((st, body), (200, {"job_id": jid, "deleted": True}))
         wait_until(lambda: not self.survivors(tag), timeout=30, what="no survivors")
 
-    def test_a_finished_job_leaves_nothing_running(self):
+    def test_what_a_finished_job_left_ends_with_its_deletion(self):
+        """What outlives the terminal's hangup outlives the job's script (the original's
+        contract, test_job_leftovers.py), and nothing of the job outlives its deletion."""
         tag = self.new_tag()
         res, out = self.job(self.daemon_script(tag).replace("sleep 900\n", "true\n"))
         self.assertEqual(res["status"], "exited")
+        self.wait_survivors(tag, 3)
+        self.server.ok("DELETE", f"/v1/jobs/{res['job_id']}")
         wait_until(lambda: not self.survivors(tag), timeout=30, what="no survivors")
 
 

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "actors/api_files.hpp"
 #include "actors/api_front.hpp"
@@ -99,11 +100,19 @@ void visit(request&& r) {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size < 2) return 0;
   // One input in sixteen is the kernel's answer about a connection's peer (sock_diag),
-  // which the front reads at every accept: parsed within its bytes, never more.
+  // which the front reads at every accept, and a part of a listening-socket dump:
+  // parsed within its bytes, never more.
   if (data[0] % 16 == 15) {
     const auto a = shellctl::io::sandbox::parse_inet_diag_answer(
         std::string_view(reinterpret_cast<const char*>(data) + 1, size - 1));
     check(a.result != shellctl::io::sandbox::peer_lookup::found || size - 1 >= 16);
+    // And as a part of the listening-socket dump behind GET /v1/ports.
+    std::vector<shellctl::io::sandbox::listening_socket> sockets;
+    bool done = false;
+    std::string err;
+    shellctl::io::sandbox::parse_listening_part(std::string_view(reinterpret_cast<const char*>(data) + 1, size - 1),
+                                                sockets, done, err);
+    check(sockets.size() * 16 <= size);
     return 0;
   }
   // Small limits so that the 413/414/431 paths are reachable with small inputs.

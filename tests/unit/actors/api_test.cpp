@@ -35,6 +35,8 @@ TEST_CASE("routes of http-api.md §3") {
       {"GET", "/v1/info", kind::found, route::info, ""},
       {"GET", "/v1/jobs/abc/activity", kind::found, route::activity, "abc"},
       {"POST", "/v1/info", kind::method_not_allowed, route::healthz, ""},
+      {"GET", "/v1/ports", kind::found, route::ports, ""},
+      {"DELETE", "/v1/ports", kind::method_not_allowed, route::healthz, ""},
       {"GET", "/v1/jobs/abc/signal", kind::method_not_allowed, route::healthz, ""},
   };
   for (auto& r : rows) {
@@ -48,7 +50,7 @@ TEST_CASE("routes of http-api.md §3") {
 }
 
 TEST_CASE("the route table (OpenAPI's source) and the matcher agree, entry by entry") {
-  CHECK(route_table().size() == 25);
+  CHECK(route_table().size() == 26);
   for (const auto& e : route_table()) {
     std::string path = e.pattern;
     const auto at = path.find("{job_id}");
@@ -318,7 +320,7 @@ TEST_CASE("GET /v1/info is answered by the front with the document it was given,
 
 TEST_CASE("the /v1/info document: every field of E7, nothing this build does not serve") {
   CHECK(server_info_json({"1.2.3", 7, false, std::nullopt, false}) ==
-        R"({"version":"1.2.3","api":["jobs","snapshot","files","stream","resize","signal","activity"],)"
+        R"({"version":"1.2.3","api":["jobs","snapshot","files","stream","resize","signal","activity","ports"],)"
         R"("isolation":{"landlock_abi":7,"cgroup":"none","cgroup_nsdelegate":null,"api_refuses_jobs":false},)"
         R"("limits":{"timeout_max":600,"output_limit_max":524288}})" "\n");
   CHECK(server_info_json({"1.2.3", std::nullopt, true, false, true})
