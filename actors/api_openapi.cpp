@@ -273,6 +273,14 @@ std::string build() {
       params += std::string(params.empty() ? "" : ",") + "{\"name\":\"" + name +
                 "\",\"in\":\"query\",\"required\":" +
                 (std::string(name) == "path" ? "true" : "false") + ",\"schema\":" + schema + "}";
+    if (e.id == route::run)
+      params += std::string(params.empty() ? "" : ",") +
+                R"({"name":"Idempotency-Key","in":"header","required":false,)"
+                R"("description":"1-255 printable ASCII characters. A repeat with the same key and the same )"
+                R"(script, cwd, env, mode and terminal answers for the job the first request started (a )"
+                R"(wait from offset 0 with the repeat's timeout, output_limit and other wait fields), never )"
+                R"(starting a second; the same key with other job fields is 422 validation_error. A key )"
+                R"(lives as long as its job.","schema":{"type":"string","minLength":1,"maxLength":255}})";
     if (!params.empty()) o += ",\"parameters\":[" + params + "]";
     if (*op.request) o += ",\"requestBody\":{\"required\":false,\"content\":" + media(op.request) + "}";
     o += ",\"responses\":{\"200\":{\"description\":\"OK\",\"content\":" + media(op.response) + "}";

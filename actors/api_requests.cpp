@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <optional>
 
+#include "io/fs/sha256.hpp"
 #include "io/json/json.hpp"
 #include "io/text/percent.hpp"
 
@@ -114,6 +115,38 @@ run_spec decode_run(const std::string& body) {
   else
     throw bad_request{job_errc::validation_error, "invalid job mode " + go_quote(*mode)};
   return s;
+}
+
+std::string checked_idempotency_key(const std::string& key) {
+  // 1-255 printable ASCII characters (the HTTP head already refused control characters).
+  const bool printable = std::all_of(key.begin(), key.end(), [](char c) { return c >= 0x20 && c <= 0x7e; });
+  if (key.empty() || key.size() > 255 || !printable)
+    throw bad_request{job_errc::validation_error,
+                      "Idempotency-Key must be 1 to 255 printable ASCII characters"};
+  return key;
+}
+
+// What makes a run the same job: script, cwd (as given), env (in name order: a JSON
+// object's order means nothing), mode and terminal size, each length-prefixed so no two
+// requests share an encoding. The wait fields are left out: a retry may wait longer.
+std::string job_fields_digest(const run_spec& spec) {
+  io::fs::sha256 digest;
+  auto field = [&](std::string_view v) {
+    digest.update(std::to_string(v.size()) + ":");
+    digest.update(v);
+  };
+  field(spec.script);
+  field(spec.cwd);
+  auto env = spec.env;
+  std::sort(env.begin(), env.end());
+  field(std::to_string(env.size()));
+  for (const auto& [k, v] : env) {
+    field(k);
+    field(v);
+  }
+  field(spec.mode == job_mode::stdio ? "stdio" : "pty");
+  field(std::to_string(spec.cols) + "x" + std::to_string(spec.rows));
+  return digest.hex();
 }
 
 wait_params decode_wait(const std::string& body) {
@@ -230,8 +263,14 @@ decoded_request decode(const io::http::request& req, const route_match& m) {
     case route::file_delete:
     case route::file_move:
       break;
-    case route::run:
-      return run_request{decode_run(req.body)};
+    case route::run: {
+      run_request run{decode_run(req.body), {}, {}};
+      if (const auto* key = req.find_header("Idempotency-Key")) {
+        run.idempotency_key = checked_idempotency_key(*key);
+        run.fields_sha256 = job_fields_digest(run.spec);
+      }
+      return run;
+    }
     case route::wait:
       return wait_request{m.job_id, decode_wait(req.body)};
     case route::input: {

@@ -953,7 +953,7 @@ void begin_run(self_ptr self) {
                          std::chrono::duration<double>(spec.wait.timeout_s)) +
                          run_answer_grace,
                      run_deadline{});
-  store_request(self, store_insert{st.row, input_charge}, [self](store_reply& r) {
+  store_request(self, store_insert{st.row, st.run->key, input_charge}, [self](store_reply& r) {
     auto& st = self->state;
     st.timeline.mark(job_mark::row_inserted);
     if (r.ok && r.changed) {
@@ -1482,7 +1482,9 @@ job_actor_type::behavior_type job_actor(job_actor_type::stateful_pointer<job_sta
       [self](run_request& req) -> caf::result<job_result> {
         auto& st = self->state;
         auto reply = answer_later<job_result>(self);
-        st.run = job_state::pending_run{std::move(req.spec), reply};
+        st.run = job_state::pending_run{std::move(req.spec), reply, std::nullopt};
+        if (!req.idempotency_key.empty())
+          st.run->key = io::store::run_key{req.idempotency_key, st.row.job_id, req.fields_sha256};
         st.admitted_at = job_state::clock::now();
         st.run_arrived = self->clock().now();
         st.timeline.admitted(st.admitted_at);

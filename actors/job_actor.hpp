@@ -49,6 +49,7 @@ struct job_state {
   struct pending_run {
     run_spec spec;
     answer<job_result> reply;
+    std::optional<io::store::run_key> key;  // its Idempotency-Key, stored with the row
   };
   std::optional<pending_run> run;
   answer<job_recovered> recovery;  // a recovered job: answered once its first settle is done

@@ -96,8 +96,47 @@ std::string scoped_view(const job_settings& cfg, const std::string& cwd) {
   return cfg.scoped_payload + "/no-such-directory";  // nothing else is in the world
 }
 
+// A run with an Idempotency-Key that was seen before: the same job fields answer for the
+// job the first one started, as a wait from offset 0 with this request's own wait fields
+// (timeout, output_limit, ...); other job fields are refused. nullopt: the key is new (or
+// the run has none).
+std::optional<caf::result<job_result>> answer_repeat(self_ptr self, run_request& req) {
+  auto& st = self->state;
+  if (req.idempotency_key.empty()) return std::nullopt;
+  auto it = st.run_keys.find(req.idempotency_key);
+  if (it == st.run_keys.end()) return std::nullopt;
+  if (it->second.fields_sha256 != req.fields_sha256)
+    return make_job_error(job_errc::validation_error,
+                          "Idempotency-Key was already used for another job request (job " +
+                              it->second.job_id + ")");
+  auto job = st.jobs.find(it->second.job_id);
+  if (job == st.jobs.end()) return std::nullopt;  // gone meanwhile: the key is free again
+  wait_params p = req.spec.wait;
+  p.offset = 0;
+  return self->delegate(job->second, wait_request{it->second.job_id, p});
+}
+
+void remember_run_key(self_ptr self, const run_request& req, const std::string& job_id) {
+  if (req.idempotency_key.empty()) return;
+  auto& st = self->state;
+  // A key whose job went without telling (it cannot: job_removed erases it) is replaced.
+  if (auto old = st.run_keys.find(req.idempotency_key); old != st.run_keys.end())
+    st.run_key_of_job.erase(old->second.job_id);
+  st.run_keys[req.idempotency_key] = io::store::run_key{req.idempotency_key, job_id, req.fields_sha256};
+  st.run_key_of_job[job_id] = req.idempotency_key;
+}
+
+void forget_run_key(self_ptr self, const std::string& job_id) {
+  auto& st = self->state;
+  auto it = st.run_key_of_job.find(job_id);
+  if (it == st.run_key_of_job.end()) return;
+  st.run_keys.erase(it->second);
+  st.run_key_of_job.erase(it);
+}
+
 caf::result<job_result> admit(self_ptr self, run_request& req) {
   auto& st = self->state;
+  if (auto repeat = answer_repeat(self, req)) return std::move(*repeat);
   auto& spec = req.spec;
   // cwd: absent/empty means the server's HOME; relative paths resolve against the
   // server's working directory; cleaned, symlinks kept (http-api.md §5.1). Control
@@ -139,6 +178,7 @@ caf::result<job_result> admit(self_ptr self, run_request& req) {
   row.updated_at = row.created_at;
   row.mode = spec.mode;
   st.newest_first.push_front(id);
+  remember_run_key(self, req, id);
   // The new actor starts the job and answers the requester itself.
   return self->delegate(spawn_job(self, std::move(row)), std::move(req));
 }
@@ -286,6 +326,7 @@ job_registry_actor::behavior_type serving(self_ptr self) {
       [self](job_removed& m) -> removal_ack {
         auto& st = self->state;
         st.jobs.erase(m.job_id);
+        forget_run_key(self, m.job_id);
         auto it = std::find(st.newest_first.begin(), st.newest_first.end(), m.job_id);
         if (it != st.newest_first.end()) st.newest_first.erase(it);
         return {};
@@ -341,6 +382,10 @@ job_registry_actor::behavior_type job_registry(
                   .then([self, rp, rows](session_list& sessions) mutable {
                     remove_orphan_dirs(self, rows.rows);
                     end_orphan_cgroups(self, rows.rows);
+                    for (auto& k : rows.run_keys) {
+                      self->state.run_key_of_job[k.job_id] = k.key;
+                      self->state.run_keys[k.key] = k;
+                    }
                     store_rows summary;
                     summary.ok = sessions.ok;
                     summary.error = sessions.error;

@@ -19,6 +19,11 @@ struct job_registry_state {
   job_peers peers;  // `registry` is this actor
   std::map<std::string, job_actor_type> jobs;
   std::deque<std::string> newest_first;  // creation order for GET /v1/jobs
+  // Idempotency-Key → the job its first run started (and that request's body hash), and
+  // back: a key lives as long as its job. Kept here, in the one actor every run passes
+  // through, so repeats that arrive together are told apart by mailbox order alone.
+  std::map<std::string, io::store::run_key> run_keys;
+  std::map<std::string, std::string> run_key_of_job;
 };
 
 job_registry_actor::behavior_type job_registry(

@@ -36,14 +36,14 @@ job_store_actor::behavior_type job_store(job_store_actor::pointer self,
           store_reply r;
           if (budget) {
             using io::native::admission;
-            switch (budget->admit(m.row, m.input_charge)) {
+            switch (budget->admit(m.row, m.input_charge, m.key)) {
               case admission::admitted: r.changed = true; break;
               case admission::duplicate_job: r.changed = false; break;
               case admission::job_capacity_exhausted: r.refused = "job_capacity_exhausted"; break;
               case admission::input_budget_exhausted: r.refused = "input_budget_exhausted"; break;
             }
           } else {
-            r.changed = db->insert(m.row);
+            r.changed = db->insert(m.row, m.key);
           }
           r.row = db->get(m.row.job_id);
           return r;
@@ -86,6 +86,7 @@ job_store_actor::behavior_type job_store(job_store_actor::pointer self,
         store_rows r;
         try {
           r.rows = db->list_all();
+          r.run_keys = db->run_keys();
         } catch (const std::exception& e) {
           r.ok = false;
           r.error = e.what();

@@ -153,6 +153,10 @@ struct run_spec {
 // job's actor.
 struct run_request {
   run_spec spec;
+  // Its Idempotency-Key header and the SHA-256 of its job fields ("" without the header):
+  // a repeat answers for the job the first one started (the registry keeps the keys).
+  std::string idempotency_key;
+  std::string fields_sha256;
 };
 // POST /v1/jobs/{id}/wait → job_result
 struct wait_request {
@@ -223,6 +227,7 @@ struct info_request {};
 // ---------------------------------------------------------------- job_store (SQLite)
 struct store_insert {
   job_row row;
+  std::optional<io::store::run_key> key;  // inserted with the row
   // In a native scope's worker: the input bytes admission charges (script + env JSON).
   std::uint64_t input_charge = 0;
 };
@@ -261,6 +266,7 @@ struct store_rows {
   bool ok = true;
   std::string error;
   std::vector<job_row> rows;
+  std::vector<io::store::run_key> run_keys;  // each of a row in `rows`
 };
 struct store_ids {
   std::vector<std::string> ids;

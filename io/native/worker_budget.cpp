@@ -92,11 +92,12 @@ std::optional<scope_identity> worker_budget::identity() {
   return scope_identity{s.text(0), static_cast<std::uint64_t>(s.int64(1)), s.text(2)};
 }
 
-admission worker_budget::admit(const store::job_row& row, std::uint64_t input_charge) {
+admission worker_budget::admit(const store::job_row& row, std::uint64_t input_charge,
+                                const std::optional<store::run_key>& key) {
   transaction t(db_);  // a refusal below rolls everything back
   if (!charge(db_, kChargeJob, 1)) return admission::job_capacity_exhausted;
   if (!charge(db_, kChargeInput, input_charge)) return admission::input_budget_exhausted;
-  if (!store::insert_row(db_, row)) return admission::duplicate_job;
+  if (!store::insert_row(db_, row, key)) return admission::duplicate_job;
   t.commit();
   return admission::admitted;
 }

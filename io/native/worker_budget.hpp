@@ -64,7 +64,8 @@ class worker_budget {
 
   // One transaction: a job slot (jobs_admitted < jobs), then `input_charge` bytes of input
   // (script + env JSON), then the row. A refusal leaves no row and charges nothing.
-  admission admit(const store::job_row& row, std::uint64_t input_charge);
+  admission admit(const store::job_row& row, std::uint64_t input_charge,
+                  const std::optional<store::run_key>& key = {});
   // /input's text: charged before it is typed. False = refused (nothing charged).
   bool charge_input(std::uint64_t n);
   // Reserves up to `n` bytes of output before they are written: the answer is what may be

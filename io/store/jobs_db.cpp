@@ -26,6 +26,13 @@ constexpr const char* create_table_sql = R"(CREATE TABLE IF NOT EXISTS jobs (
   updated_at TEXT NOT NULL
 ))";
 
+// Not part of the original's schema (which never reads it): the run keys (jobs_db.hpp).
+constexpr const char* create_run_keys_sql = R"(CREATE TABLE IF NOT EXISTS run_idempotency (
+  idempotency_key TEXT PRIMARY KEY,
+  job_id TEXT NOT NULL,
+  fields_sha256 TEXT NOT NULL
+))";
+
 constexpr const char* select_columns =
     "job_id, script_path, output_path, cwd, terminal_cols, terminal_rows, status, "
     "session_name, pane_target, exit_code, reason, message, created_at, started_at, "
@@ -118,6 +125,7 @@ jobs_db::jobs_db(const std::string& path, int busy_timeout_ms, open_mode mode) {
           throw;
         }
       }
+      exec(create_run_keys_sql);
     }
   } catch (...) {
     sqlite3_close(db_);
@@ -140,9 +148,15 @@ void jobs_db::exec(const char* sql) {
   }
 }
 
-bool jobs_db::insert(const job_row& r) { return insert_row(db_, r); }
+bool jobs_db::insert(const job_row& r, const std::optional<run_key>& key) {
+  if (!key) return insert_row(db_, r);
+  transaction t(db_);
+  if (!insert_row(db_, r, key)) return false;
+  t.commit();
+  return true;
+}
 
-bool insert_row(sqlite3* db_, const job_row& r) {
+bool insert_row(sqlite3* db_, const job_row& r, const std::optional<run_key>& key) {
   statement s(db_,
               "INSERT INTO jobs (job_id, script_path, output_path, cwd, terminal_cols, "
               "terminal_rows, status, session_name, pane_target, exit_code, reason, message, "
@@ -166,9 +180,19 @@ bool insert_row(sqlite3* db_, const job_row& r) {
   s.bind(16, r.updated_at);
   s.bind(17, std::string(mode_text(r.mode)));
   int rc = s.step_rc();
-  if (rc == SQLITE_DONE) return true;
   if ((rc & 0xff) == SQLITE_CONSTRAINT) return false;
-  throw db_error(sqlite3_errmsg(db_), sqlite3_extended_errcode(db_));
+  if (rc != SQLITE_DONE) throw db_error(sqlite3_errmsg(db_), sqlite3_extended_errcode(db_));
+  if (key) {
+    // REPLACE: a key whose job the original server deleted (it never reads this table)
+    // answers for the new job now.
+    statement k(db_, "INSERT OR REPLACE INTO run_idempotency (idempotency_key, job_id, fields_sha256) "
+                     "VALUES (?,?,?)");
+    k.bind(1, key->key);
+    k.bind(2, r.job_id);
+    k.bind(3, key->fields_sha256);
+    k.step();
+  }
+  return true;
 }
 
 std::optional<job_row> jobs_db::get(const std::string& job_id) {
@@ -312,10 +336,24 @@ std::vector<std::string> jobs_db::expired_ids(const std::string& cutoff) {
 }
 
 bool jobs_db::remove(const std::string& job_id) {
+  transaction t(db_);
   statement s(db_, "DELETE FROM jobs WHERE job_id = ?");
   s.bind(1, job_id);
   s.step();
-  return sqlite3_changes(db_) > 0;
+  const bool removed = sqlite3_changes(db_) > 0;
+  statement k(db_, "DELETE FROM run_idempotency WHERE job_id = ?");
+  k.bind(1, job_id);
+  k.step();
+  t.commit();
+  return removed;
+}
+
+std::vector<run_key> jobs_db::run_keys() {
+  exec("DELETE FROM run_idempotency WHERE job_id NOT IN (SELECT job_id FROM jobs)");
+  statement s(db_, "SELECT idempotency_key, job_id, fields_sha256 FROM run_idempotency");
+  std::vector<run_key> keys;
+  while (s.step()) keys.push_back({s.text(0), s.text(1), s.text(2)});
+  return keys;
 }
 
 std::vector<jobs_db::status_mode_count> jobs_db::count_by_status_mode() {

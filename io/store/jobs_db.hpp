@@ -57,6 +57,17 @@ struct transition {
 
 enum class record_result { recorded, already_terminal, not_found };
 
+// An Idempotency-Key of POST /v1/jobs/run (README, "Safe retries") and what it answers
+// for: the job its first request started and the SHA-256 (hex) of that request's job
+// fields (actors/api_requests.cpp, job_fields_digest).
+// Kept in the table run_idempotency beside `jobs`, which the original server never reads:
+// a key lives exactly as long as its job's row.
+struct run_key {
+  std::string key;
+  std::string job_id;
+  std::string fields_sha256;
+};
+
 // What jobs_db::apply / record_exit_server would make of `row`, computed in memory by the
 // same rules (nullopt: the compare-and-swap would not match). Lets a job show what it
 // knows while a failing write is retried.
@@ -66,8 +77,9 @@ std::optional<job_row> preview_record_exit(const job_row& row, std::int64_t code
                                            const std::string& ended_at);
 
 // INSERT of `row` on `db` (jobs_db::insert, and a native scope's admission, which inserts
-// in the same transaction as its charges). False on a duplicate job_id.
-bool insert_row(sqlite3* db, const job_row& row);
+// in the same transaction as its charges), with its run key when the request had one (the
+// caller's transaction holds both). False on a duplicate job_id.
+bool insert_row(sqlite3* db, const job_row& row, const std::optional<run_key>& key = {});
 
 class jobs_db {
  public:
@@ -80,8 +92,8 @@ class jobs_db {
   jobs_db(const jobs_db&) = delete;
   jobs_db& operator=(const jobs_db&) = delete;
 
-  // False on a duplicate job_id.
-  bool insert(const job_row& row);
+  // False on a duplicate job_id. The row and its key, if any, in one transaction.
+  bool insert(const job_row& row, const std::optional<run_key>& key = {});
   std::optional<job_row> get(const std::string& job_id);
   // Every row, newest first (ORDER BY created_at DESC).
   std::vector<job_row> list_all();
@@ -95,8 +107,11 @@ class jobs_db {
                                    const std::string& ended_at);
   // Terminal jobs whose ended_at (a valid timestamp) is <= cutoff: retention's victims.
   std::vector<std::string> expired_ids(const std::string& cutoff);
-  // True when a row was deleted.
+  // True when a row was deleted (its run key goes with it, in the same transaction).
   bool remove(const std::string& job_id);
+  // Every run key whose job has a row; keys left without one (the original server, or a
+  // crash, removed the row alone) are dropped first.
+  std::vector<run_key> run_keys();
   // How many rows there are per (status, mode), as the columns spell them (/metrics).
   struct status_mode_count {
     std::string status;

@@ -243,6 +243,49 @@ TEST_CASE("POST /signal: the signal decoded; unknown or missing 422, broken JSON
   }
 }
 
+TEST_CASE("POST /run with an Idempotency-Key: the key checked, the job fields digested") {
+  auto keyed = [](std::string body, std::string key) {
+    auto req = post("/v1/jobs/run", std::move(body));
+    req.headers.push_back({"idempotency-key", std::move(key)});
+    return decode_request(req, match_route(req.method, req.path));
+  };
+  auto run_of = [](const decoded_request& d) {
+    REQUIRE(std::holds_alternative<run_request>(d));
+    return std::get<run_request>(d);
+  };
+  auto plain = run_of(decode_post("/v1/jobs/run", R"({"script":"echo"})"));
+  CHECK(plain.idempotency_key.empty());
+  CHECK(plain.fields_sha256.empty());
+  auto a = run_of(keyed(R"({"script":"echo","env":{"A":"1","B":"2"},"timeout":1})", "k-1"));
+  CHECK(a.idempotency_key == "k-1");
+  CHECK(a.fields_sha256.size() == 64);
+  // The wait fields and the env object's order are not part of the job.
+  CHECK(run_of(keyed(R"({"env":{"B":"2","A":"1"},"script":"echo","timeout":30,"output_limit":9})",
+                     "k-1")).fields_sha256 == a.fields_sha256);
+  // Each job field is, and no two requests share an encoding.
+  for (auto other : {R"({"script":"echo ","env":{"A":"1","B":"2"}})",
+                     R"({"script":"echo","env":{"A":"1","B":"3"}})",
+                     R"({"script":"echo","env":{"A":"1"}})",
+                     R"({"script":"echo","env":{"A":"1","B":"2"},"cwd":"/tmp"})",
+                     R"({"script":"echo","env":{"A":"1","B":"2"},"mode":"stdio"})",
+                     R"({"script":"echo","env":{"A":"1","B":"2"},"terminal":{"cols":80,"rows":24}})",
+                     R"({"script":"echo","env":{"A":"1B","":"2"}})",
+                     R"({"script":"echo","env":{"A":"12","B":""}})"}) {
+    CAPTURE(other);
+    auto d = keyed(other, "k-1");
+    if (std::holds_alternative<run_request>(d)) CHECK(std::get<run_request>(d).fields_sha256 != a.fields_sha256);
+  }
+  CHECK(run_of(keyed(R"({"script":"echo"})", std::string(255, 'k'))).idempotency_key.size() == 255);
+  CHECK(run_of(keyed(R"({"script":"echo"})", "a b!~")).idempotency_key == "a b!~");
+  for (std::string bad : {std::string(), std::string(256, 'k'), std::string("caf\xc3\xa9"),
+                          std::string("tab\there"), std::string("nul\0", 4), std::string("del\x7f")}) {
+    CAPTURE(bad);
+    CHECK(refusal(keyed(R"({"script":"echo"})", bad)).code == job_errc::validation_error);
+  }
+  // A broken body stays 400, whatever the key.
+  CHECK(refusal(keyed("not json", "k")).code == job_errc::invalid_request);
+}
+
 TEST_CASE("POST /resize: cols and rows, whole numbers 1..4096 each") {
   auto d = decode_post("/v1/jobs/abc/resize", R"({"cols":120,"rows":40})");
   REQUIRE(std::holds_alternative<resize_request>(d));
