@@ -61,7 +61,9 @@ const char* components = R"({
         "terminal": {"oneOf": [{"$ref": "#/components/schemas/Terminal"}, {"type": "null"}]},
         "timeout": {"type": ["number", "null"], "description": "seconds; clamped to 600"},
         "output_limit": {"type": ["integer", "null"], "description": "bytes; clamped to 524288"},
-        "idle_flush_seconds": {"type": ["number", "null"]}}},
+        "idle_flush_seconds": {"type": ["number", "null"]},
+        "stdin": {"type": ["string", "null"], "enum": ["pipe", "null", "", null],
+          "description": "pipe: a stdio job's stdin that /input writes to; default /dev/null"}}},
     "WaitRequest": {"type": "object",
       "properties": {
         "offset": {"type": ["integer", "null"], "minimum": 0},
@@ -71,6 +73,8 @@ const char* components = R"({
     "InputRequest": {"type": "object",
       "properties": {
         "text": {"type": ["string", "null"]},
+        "eof": {"type": ["boolean", "null"],
+          "description": "then close a piped stdin; a PTY job gets its terminal's EOF character, Ctrl-D"},
         "offset": {"type": ["integer", "null"], "minimum": 0},
         "timeout": {"type": ["number", "null"]},
         "output_limit": {"type": ["integer", "null"]},
@@ -188,7 +192,8 @@ operation describe(route r) {
       return {"Delete a job and its files", "", "JobDeleted",
               {{"force", R"({"type":"string","enum":["true"]})"}, {"grace_seconds", R"({"type":"number","default":10})"}}};
     case route::wait: return {"Long-poll for output or completion", "WaitRequest", "JobResult", {}};
-    case route::input: return {"Type text into a PTY job, then wait", "InputRequest", "JobResult", {}};
+    case route::input: return {"Type text into a PTY job, or write it to a stdio job's piped stdin, then wait",
+                               "InputRequest", "JobResult", {}};
     case route::terminate: return {"Ctrl-C, a grace period, then SIGKILL", "TerminateRequest", "JobStatusView", {}};
     case route::signal:
       return {"Send a signal to every process of a running job", "SignalRequest", "JobStatusView", {}};

@@ -83,9 +83,10 @@ run_spec decode_run(const std::string& body) {
   auto o = parse_body(body);
   run_spec s;
   std::optional<std::vector<std::pair<std::string, std::string>>> env;
-  std::optional<std::string> mode;
+  std::optional<std::string> mode, stdin_source;
   try {
     s.script = o.get_string("script").value_or("");
+    stdin_source = o.get_string("stdin");
     s.cwd = o.get_string("cwd").value_or("");
     env = o.get_string_map("env");
     mode = o.get_string("mode");
@@ -114,6 +115,17 @@ run_spec decode_run(const std::string& body) {
     s.mode = job_mode::stdio;
   else
     throw bad_request{job_errc::validation_error, "invalid job mode " + go_quote(*mode)};
+  // Ours: "pipe" gives a stdio job a stdin that /input writes to; absent or "null" is the
+  // original's /dev/null. A PTY job's stdin is its terminal.
+  if (stdin_source && !stdin_source->empty() && *stdin_source != "null") {
+    if (*stdin_source != "pipe")
+      throw bad_request{job_errc::validation_error,
+                        "invalid stdin " + go_quote(*stdin_source) + " (\"pipe\" or \"null\")"};
+    if (s.mode != job_mode::stdio)
+      throw bad_request{job_errc::validation_error,
+                        "stdin \"pipe\" is for stdio jobs; a pty job reads its terminal (use /input)"};
+    s.stdin_pipe = true;
+  }
   return s;
 }
 
@@ -145,6 +157,7 @@ std::string job_fields_digest(const run_spec& spec) {
     field(v);
   }
   field(spec.mode == job_mode::stdio ? "stdio" : "pty");
+  field(spec.stdin_pipe ? "pipe" : "null");
   field(std::to_string(spec.cols) + "x" + std::to_string(spec.rows));
   return digest.hex();
 }
@@ -163,6 +176,7 @@ input_request decode_input(const std::string& body) {
   input_request in;
   try {
     in.text = o.get_string("text").value_or("");
+    in.eof = o.get_bool("eof").value_or(false);
     in.p = read_wait(o, input_rules);
   } catch (const io::json::type_error&) {
     invalid_json();

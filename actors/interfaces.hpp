@@ -73,6 +73,12 @@ using job_stream_actor = caf::typed_actor<reacts_to<output_progress>,  // from i
                                           reacts_to<stream_keepalive>,  // internal: its timer
                                           reacts_to<shutdown_jobs>>;
 
+// stdin_feeder: one per stdio job whose run asked for `"stdin": "pipe"` (detached: a write
+// waits for the job to read). Writes each text in mailbox order; owns the pipe's end.
+using stdin_feeder_actor = caf::typed_actor<
+    replies_to<stdin_write>::with<stdin_written>,  // all written (or how much, and why not)
+    reacts_to<shutdown_jobs>>;
+
 // job_actor: one per job; owns its status and answers every request about it.
 using job_actor_type = caf::typed_actor<
     replies_to<run_request>::with<job_result>,        // starts the job, then waits as asked

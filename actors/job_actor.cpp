@@ -1,5 +1,7 @@
 #include "actors/job_actor.hpp"
 
+#include <fcntl.h>
+#include <sys/eventfd.h>
 #include <sys/random.h>
 
 #include <unistd.h>
@@ -12,12 +14,14 @@
 #include <random>
 
 #include "actors/job_stream.hpp"
+#include "actors/stdin_feeder.hpp"
 #include "actors/settle_rules.hpp"
 #include "io/fs/files.hpp"
 #include "io/fs/job_dir.hpp"
 #include "io/fs/home_views.hpp"
 #include "io/json/json.hpp"
 #include "io/proc/job_processes.hpp"
+#include "io/proc/stdin_pipe.hpp"
 #include "io/proc/terminal_wait.hpp"
 #include "io/sandbox/cgroups.hpp"
 #include "io/text/clock.hpp"
@@ -101,6 +105,7 @@ void start_session(self_ptr self);
 bool retry_start(self_ptr self);
 bool start_cut_short(self_ptr self);
 void remove_job(self_ptr self, std::optional<answer<job_deleted>> reply, std::uint64_t guard = 0);
+void close_stdin_pipe(self_ptr self);
 
 // The job's directory and its same-HOME view entry (io/fs/home_views.hpp).
 void remove_job_files(self_ptr self) {
@@ -336,6 +341,7 @@ void store_request(self_ptr self, Message msg, std::function<void(store_reply&)>
               // daemon, io/proc/job_init.hpp) until it is terminated, removed or found
               // lost. A terminate ends the tree itself, after its grace.
               if (done(self) && !st.terminating && !keeps_leftovers(self)) end_job_cgroup(self);
+              if (done(self)) close_stdin_pipe(self);
             }
             if (!r.ok) warn(self, "store: " + r.error);
             then(r);
@@ -897,7 +903,44 @@ void finish_removal(self_ptr self) {
   st.during_removal.clear();
   answer_everything_held(self, "the job was removed");
   recovery_settled(self);
+  close_stdin_pipe(self);
   self->send(self, retire{});
+}
+
+// ---------------------------------------------------------------- piped stdin
+
+// Before the start (the runner opens the FIFO as the job's stdin): the pipe, held by a
+// stdin_feeder of its own. Throws std::system_error, as the other job files do.
+void open_stdin_pipe(self_ptr self) {
+  auto& st = self->state;
+  const int pipe_fd = io::proc::stdin_pipe::create(dir(self).file(io::proc::stdin_pipe::file_name));
+  if (pipe_fd < 0) throw std::system_error(errno, std::generic_category(), "stdin pipe");
+  const int cancel = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  const int feeder_cancel = cancel < 0 ? -1 : ::fcntl(cancel, F_DUPFD_CLOEXEC, 0);
+  if (feeder_cancel < 0) {
+    const int e = errno;
+    ::close(pipe_fd);
+    if (cancel >= 0) ::close(cancel);
+    throw std::system_error(e, std::generic_category(), "stdin pipe: eventfd");
+  }
+  st.stdin_cancel = cancel;
+  st.stdin_feeder = self->spawn<caf::detached>(stdin_feeder, pipe_fd, feeder_cancel);
+  st.stdin_state = job_state::stdin_pipe_state::open;
+}
+
+// The job ended (or goes): a write it will never read is cancelled and the pipe closed.
+void close_stdin_pipe(self_ptr self) {
+  auto& st = self->state;
+  if (st.stdin_cancel >= 0) {
+    const std::uint64_t one = 1;
+    (void)!::write(st.stdin_cancel, &one, sizeof one);
+    ::close(st.stdin_cancel);
+    st.stdin_cancel = -1;
+  }
+  if (st.stdin_feeder) self->send(*st.stdin_feeder, shutdown_jobs{});
+  st.stdin_feeder.reset();
+  if (st.stdin_state == job_state::stdin_pipe_state::open)
+    st.stdin_state = job_state::stdin_pipe_state::closed;
 }
 
 // The job never got a row: leave the registry and stop.
@@ -923,6 +966,7 @@ void begin_run(self_ptr self) {
     env_json.pop_back();  // the writer's trailing newline is for HTTP bodies
     input_charge = spec.script.size() + env_json.size();
     dir(self).write_inputs(spec.script, env_json, st.output_abs);
+    if (spec.stdin_pipe) open_stdin_pipe(self);
     st.timeline.mark(job_mark::files_written);
     std::string why;
     if (!spec.home_view.empty() &&
@@ -1019,6 +1063,9 @@ void recover(self_ptr self, bool alive) {
     return;
   }
   st.pipe_attached = is_pty(self);  // a PTY job that got this far had (or has) its pipe
+  // A piped stdin ended with the server that held it: the job read EOF (README, "stdin").
+  if (!is_pty(self) && has(self, io::proc::stdin_pipe::file_name))
+    st.stdin_state = job_state::stdin_pipe_state::closed;
   st.gate_opened = has(self, files::start_gate);
   if (done(self)) {
     if (alive) kill_session(self);  // runtime.md §9.1 step 6
@@ -1208,17 +1255,53 @@ void remove_row(self_ptr self, delete_answer reply, std::uint64_t guard,
 
 // ---------------------------------------------------------------- input (runtime.md §3.5)
 
+// A piped stdin's text (and end): written by the job's stdin_feeder as the job reads, then
+// answered as a wait. A write the job does not read within the guard is answered 503 and
+// goes on; the job's end cancels it.
+void feed_stdin(self_ptr self, const input_request& in, const answer<job_result>& reply) {
+  auto& st = self->state;
+  const auto guard = guard_answer(self, reply, std::chrono::seconds(30) + seconds_ms(in.p.timeout_s),
+                                  "the text is written as the job reads its stdin");
+  auto feeder = *st.stdin_feeder;
+  if (in.eof) {
+    // From now on the pipe counts as closed: a later /input is refused, whatever this
+    // write's fate.
+    st.stdin_state = job_state::stdin_pipe_state::closed;
+    st.stdin_feeder.reset();
+  }
+  self->request(feeder, caf::infinite, stdin_write{in.text, in.eof})
+      .then(
+          [self, p = in.p, reply, guard](stdin_written& w) {
+            unguard(self, guard);
+            if (w.bytes > 0) self->send(self->state.peers.metrics, job_input_event{w.bytes});
+            if (!w.ok && !done(self)) {
+              // The job closed its stdin, or it is ending: the pipe is of no more use.
+              close_stdin_pipe(self);
+              reply.fail(job_errc::input_unsupported, "the job's stdin is closed: " + w.error);
+              return;
+            }
+            add_waiter(self, p, reply);  // done meanwhile: the waiter answers at once
+          },
+          [self, reply, guard](caf::error& e) {
+            unguard(self, guard);
+            reply.fail(job_errc::internal_error, "stdin: " + caf::to_string(e));
+          });
+}
+
 void deliver_input(self_ptr self, const input_request& in, const answer<job_result>& reply) {
   auto& st = self->state;
   if (done(self)) {
     reply.fail(job_errc::job_not_running, "Job " + st.row.job_id + " is already terminal");
     return;
   }
-  if (!is_pty(self)) {
-    reply.fail(job_errc::input_unsupported, "stdio jobs do not support input");
+  if (!is_pty(self) && !st.stdin_feeder) {
+    reply.fail(job_errc::input_unsupported,
+               st.stdin_state == job_state::stdin_pipe_state::none
+                   ? "stdio jobs do not support input unless run with \"stdin\": \"pipe\""
+                   : "the job's stdin is closed (an input with \"eof\": true ended it)");
     return;
   }
-  if (in.text.empty()) {  // pastes nothing; tmux would refuse an empty buffer
+  if (in.text.empty() && !in.eof) {  // writes nothing; tmux would refuse an empty buffer
     add_waiter(self, in.p, reply);
     return;
   }
@@ -1241,18 +1324,28 @@ void deliver_input(self_ptr self, const input_request& in, const answer<job_resu
             [reply](caf::error& e) { reply.fail(job_errc::internal_error, caf::to_string(e)); });
     return;
   }
-  std::random_device rd;
-  char rnd[17];
-  std::snprintf(rnd, sizeof rnd, "%08x%08x", rd(), rd());
-  std::string path = io::fs::join(st.cfg.runtime_dir, "shellctl-input-" + st.row.job_id + "-" + rnd);
-  io::fs::write_file(path, in.text, 0600);  // a failure is answered by the caller's catch
-  const std::string buffer = "shellctl-in-" + st.row.job_id;
+  if (!is_pty(self)) {
+    feed_stdin(self, in, reply);
+    return;
+  }
+  // The terminal: the text pasted, then its EOF character when asked (Ctrl-D, which a
+  // program reading the terminal in canonical mode takes as the end of its input).
+  std::vector<std::string> lines;
+  std::string path;
+  if (!in.text.empty()) {
+    std::random_device rd;
+    char rnd[17];
+    std::snprintf(rnd, sizeof rnd, "%08x%08x", rd(), rd());
+    path = io::fs::join(st.cfg.runtime_dir, "shellctl-input-" + st.row.job_id + "-" + rnd);
+    io::fs::write_file(path, in.text, 0600);  // a failure is answered by the caller's catch
+    lines = io::tmux::paste_lines("shellctl-in-" + st.row.job_id, path, pane(self));
+  }
+  if (in.eof) lines.push_back(io::tmux::eof_line(pane(self)));
   const auto guard = guard_answer(self, reply, std::chrono::seconds(10));
-  tmux(self,
-       io::tmux::paste_lines(buffer, path, pane(self)),
+  tmux(self, std::move(lines),
        [self, path, p = in.p, reply, guard, text_bytes = in.text.size()](tmux_reply& r) {
          unguard(self, guard);
-         ::unlink(path.c_str());
+         if (!path.empty()) ::unlink(path.c_str());
          auto& st = self->state;
          // delete-buffer after a failed paste fails too; only the first error counts.
          if (!r.ok) {
@@ -1267,7 +1360,7 @@ void deliver_input(self_ptr self, const input_request& in, const answer<job_resu
            }
            return;
          }
-         self->send(st.peers.metrics, job_input_event{text_bytes});
+         if (text_bytes > 0) self->send(st.peers.metrics, job_input_event{text_bytes});
          add_waiter(self, p, reply);
        });
 }
@@ -1631,6 +1724,8 @@ job_actor_type::behavior_type job_actor(job_actor_type::stateful_pointer<job_sta
           held.reply.fail(job_errc::unavailable, "the server is shutting down");
         self->state.during_removal.clear();
         for (auto& s : self->state.streams) self->send(s, shutdown_jobs{});
+        // A piped stdin goes with the server that holds it (the job reads EOF).
+        close_stdin_pipe(self);
         self->quit();
       },
   };

@@ -52,6 +52,13 @@ struct job_state {
     std::optional<io::store::run_key> key;  // its Idempotency-Key, stored with the row
   };
   std::optional<pending_run> run;
+  // A stdio job's piped stdin ("stdin": "pipe"): its writer while the pipe is open, and
+  // the eventfd that cancels a write the job will never read (the job ended). The pipe
+  // is none (/dev/null, or a PTY), open, or closed (eof sent, the job ended, a restart).
+  enum class stdin_pipe_state { none, open, closed };
+  stdin_pipe_state stdin_state = stdin_pipe_state::none;
+  std::optional<stdin_feeder_actor> stdin_feeder;
+  int stdin_cancel = -1;
   answer<job_recovered> recovery;  // a recovered job: answered once its first settle is done
   clock::time_point admitted_at;  // when the run request arrived (/metrics: start latency)
   clock::time_point run_arrived;  // the same, on the actor's clock (the run's timeout)

@@ -144,6 +144,7 @@ struct run_spec {
   std::int64_t cols = 200;
   std::int64_t rows = 50;
   wait_params wait;
+  bool stdin_pipe = false;  // "stdin": "pipe" (stdio jobs): /input writes to the job's stdin
   // Set by the registry: where this job's output is linked for later jobs of the same
   // HOME (io/fs/home_views.hpp); "" = no view.
   std::string home_view;
@@ -185,6 +186,7 @@ struct input_request {
   std::string text;
   wait_params p;
   bool charged = false;  // a scope's worker: the text was charged to the input budget
+  bool eof = false;  // then the end: a piped stdin closes, a terminal gets its EOF character
 };
 // POST /v1/jobs/{id}/terminate → job_status_view
 struct terminate_request {
@@ -365,6 +367,18 @@ struct job_recovered {};
 struct recover_all {};
 struct shutdown_jobs {};
 
+// ---------------------------------------------------------------- stdin_feeder
+// An /input's text for a piped stdin, then its end when `eof`.
+struct stdin_write {
+  std::string text;
+  bool eof = false;
+};
+struct stdin_written {
+  std::size_t bytes = 0;  // written of text.size()
+  bool ok = true;
+  std::string error;  // !ok: why the rest was not written (the job ended, the pipe broke)
+};
+
 // ---------------------------------------------------------------- cleanup_worker
 // rm -rf of a tree already moved aside (io::fs::move_aside).
 struct remove_tree {
@@ -527,6 +541,8 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::wait_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::tail_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::status_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::input_request)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::stdin_write)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::stdin_written)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::signal_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::resize_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::activity_request)

@@ -30,6 +30,7 @@
 #include "io/proc/job_world.hpp"
 #include "io/proc/runner_inotify.hpp"
 #include "io/proc/scoped_world.hpp"
+#include "io/proc/stdin_pipe.hpp"
 #include "io/sandbox/capabilities.hpp"
 #include "io/proc/job_processes.hpp"
 #include "io/sandbox/cgroups.hpp"
@@ -475,7 +476,12 @@ class child_process {
     const bool stdio = opts_.mode == job_mode::stdio;
     int out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1}, dev_null = -1;
     if (stdio) {
-      dev_null = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+      // The job's stdin: the server's pipe when the run asked for one (it made the FIFO
+      // before the start), else /dev/null as in the original.
+      const std::string pipe_path = join_path(opts_.job_dir, io::proc::stdin_pipe::file_name);
+      dev_null = io::proc::stdin_pipe::open_for_job(pipe_path);
+      if (dev_null < 0 && errno != ENOENT) return refuse("open " + pipe_path, errno_text(errno));
+      if (dev_null < 0) dev_null = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
       if (dev_null < 0) return refuse("open /dev/null", errno_text(errno));
       if (::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0)
         return refuse("pipe", errno_text(errno));

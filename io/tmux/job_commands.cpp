@@ -53,6 +53,10 @@ std::string interrupt_line(const std::string& pane) {
   return command("send-keys").flag("-t").arg(pane).flag("C-c").line();
 }
 
+std::string eof_line(const std::string& pane) {
+  return command("send-keys").flag("-t").arg(pane).flag("C-d").line();
+}
+
 std::string resize_line(const std::string& pane, int cols, int rows) {
   return command("resize-window").flag("-t").arg(pane).flag("-x").number(cols).flag("-y").number(rows).line();
 }

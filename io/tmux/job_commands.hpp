@@ -49,6 +49,7 @@ bool pipe_active(const std::vector<std::string>& display_output);
 
 std::string kill_session_line(const std::string& session);
 std::string interrupt_line(const std::string& pane);  // send-keys C-c
+std::string eof_line(const std::string& pane);        // send-keys C-d: the terminal's EOF
 // resize-window to cols x rows (extensions.md §E3): the window's size becomes manual, so
 // no client's size changes it back; the pane's program gets SIGWINCH.
 std::string resize_line(const std::string& pane, int cols, int rows);

@@ -286,6 +286,30 @@ TEST_CASE("POST /run with an Idempotency-Key: the key checked, the job fields di
   CHECK(refusal(keyed("not json", "k")).code == job_errc::invalid_request);
 }
 
+TEST_CASE("POST /run's stdin and POST /input's eof") {
+  auto run_of = [](const decoded_request& d) {
+    REQUIRE(std::holds_alternative<run_request>(d));
+    return std::get<run_request>(d).spec;
+  };
+  CHECK_FALSE(run_of(decode_post("/v1/jobs/run", R"({"script":"cat","mode":"stdio"})")).stdin_pipe);
+  CHECK_FALSE(run_of(decode_post("/v1/jobs/run", R"({"script":"cat","mode":"stdio","stdin":"null"})")).stdin_pipe);
+  CHECK(run_of(decode_post("/v1/jobs/run", R"({"script":"cat","mode":"stdio","stdin":"pipe"})")).stdin_pipe);
+  for (auto body : {R"({"script":"cat","stdin":"pipe"})", R"({"script":"cat","mode":"pty","stdin":"pipe"})",
+                    R"({"script":"cat","mode":"stdio","stdin":"PIPE"})", R"({"script":"cat","mode":"stdio","stdin":"/dev/tty"})"}) {
+    CAPTURE(body);
+    CHECK(refusal(decode_post("/v1/jobs/run", body)).code == job_errc::validation_error);
+  }
+  CHECK(refusal(decode_post("/v1/jobs/run", R"({"script":"cat","mode":"stdio","stdin":true})")).code ==
+        job_errc::invalid_request);
+  auto in = decode_post("/v1/jobs/abc/input", R"({"text":"x","eof":true})");
+  REQUIRE(std::holds_alternative<input_request>(in));
+  CHECK(std::get<input_request>(in).eof);
+  in = decode_post("/v1/jobs/abc/input", R"({"text":"x"})");
+  REQUIRE(std::holds_alternative<input_request>(in));
+  CHECK_FALSE(std::get<input_request>(in).eof);
+  CHECK(refusal(decode_post("/v1/jobs/abc/input", R"({"text":"x","eof":"yes"})")).code == job_errc::invalid_request);
+}
+
 TEST_CASE("POST /resize: cols and rows, whole numbers 1..4096 each") {
   auto d = decode_post("/v1/jobs/abc/resize", R"({"cols":120,"rows":40})");
   REQUIRE(std::holds_alternative<resize_request>(d));
