@@ -507,10 +507,43 @@ void settle(self_ptr self) {
 
 // ---------------------------------------------------------------- long-poll
 
-void answer_window(self_ptr self, const job_state::waiter& w, bool job_done) {
+// A PTY job's unfinished last line while the job waits for its terminal (a prompt: `read
+// -p`, input("Name: "), a password prompt), as the sanitizer keeps it past the log; "" at
+// any other time. Read only when there is one (a small file), then the terminal's state.
+std::string prompt_pending(self_ptr self, bool job_done) {
+  auto& st = self->state;
+  if (job_done || !is_pty(self) || st.pane_pid <= 0 || st.row.status != job_status::running) return "";
+  std::string line;
+  if (io::fs::read_small_file_checked(dir(self).file(files::pending_line), line, 65536) !=
+          io::fs::read_result::ok ||
+      line.empty() || line.size() > 65536)
+    return "";
+  const auto runner = static_cast<pid_t>(st.pane_pid);
+  return io::proc::read_terminal_facts(runner, job_pids(self)).blocked_on_terminal ? line : "";
+}
+
+// The window at the waiter's offset; past the log's end, the pending prompt (its bytes are
+// counted by the offset as the log will hold them, and never split a UTF-8 character).
+void answer_window(self_ptr self, const job_state::waiter& w, bool job_done,
+                   const std::string& pending = {}) {
   auto& st = self->state;
   try {
-    auto win = io::text::read_output_window(st.output_abs, w.p.offset, w.p.limit, job_done);
+    const auto size = io::text::file_size_or_zero(st.output_abs);
+    io::text::output_window win{"", w.p.offset, false};
+    // An offset an earlier answer handed out past the log: nothing more until it grows.
+    if (w.p.offset <= size || w.p.offset > std::max(st.output_shown_end, size + pending.size()))
+      win = io::text::read_output_window(st.output_abs, w.p.offset, w.p.limit, job_done);
+    if (!pending.empty() && !win.truncated && win.offset >= size && win.offset < size + pending.size()) {
+      std::string_view rest(pending);
+      rest.remove_prefix(win.offset - size);
+      const std::uint64_t used = win.offset - w.p.offset;
+      std::size_t take = static_cast<std::size_t>(std::min<std::uint64_t>(rest.size(), w.p.limit - std::min(used, w.p.limit)));
+      while (take > 0 && take < rest.size() && (static_cast<unsigned char>(rest[take]) & 0xC0) == 0x80) --take;
+      win.text.append(rest.substr(0, take));
+      win.offset += take;
+      win.truncated = take < rest.size();
+      st.output_shown_end = std::max(st.output_shown_end, win.offset);
+    }
     auto result = result_window(self, std::move(win));
     const bool says_done = io::store::is_terminal(result.row.status);
     w.answer.ok(std::move(result));
@@ -568,21 +601,25 @@ void evaluate_waiters(self_ptr self) {
   const bool job_done = shown_done(self);
   const auto size = io::text::file_size_or_zero(st.output_abs);
   const auto now = self->clock().now();  // the actor clock: tests drive it deterministically
+  // A prompt waiting for its answer shows past the log (its bytes count as output), and
+  // offsets handed out into it stay valid until the log catches up.
+  const std::string pending = prompt_pending(self, job_done);
+  const std::uint64_t shown = std::max(size + pending.size(), job_done ? 0 : st.output_shown_end);
   // return_on_input_wait (§E6): the terminal's state, read only when a waiter asked.
-  bool blocked_on_terminal = false;
-  if (!job_done && is_pty(self) && st.pane_pid > 0 && st.row.status == job_status::running &&
-      st.waiters.wants_terminal_state()) {
+  bool blocked_on_terminal = !pending.empty();
+  if (!blocked_on_terminal && !job_done && is_pty(self) && st.pane_pid > 0 &&
+      st.row.status == job_status::running && st.waiters.wants_terminal_state()) {
     const auto runner = static_cast<pid_t>(st.pane_pid);
     blocked_on_terminal =
         io::proc::read_terminal_facts(runner, job_pids(self)).blocked_on_terminal;
   }
   st.waiters.evaluate(
-      job_done, size, now,
+      job_done, std::max(shown, size), now,
       [&](const job_state::waiter& w, poll_verdict v) {
-        if (v == poll_verdict::invalid_offset)
+        if (v == poll_verdict::invalid_offset && w.p.offset > st.output_shown_end)
           w.answer.fail(job_errc::invalid_offset, offset_text(w.p.offset, size));
         else
-          answer_window(self, w, job_done);
+          answer_window(self, w, job_done, pending);
       },
       [&](std::uint64_t id, clock_type::time_point at) {
         auto delay = std::chrono::duration_cast<std::chrono::microseconds>(at - now) +
@@ -1297,7 +1334,7 @@ void deliver_input(self_ptr self, const input_request& in, const answer<job_resu
   if (!is_pty(self) && !st.stdin_feeder) {
     reply.fail(job_errc::input_unsupported,
                st.stdin_state == job_state::stdin_pipe_state::none
-                   ? "stdio jobs do not support input unless run with \"stdin\": \"pipe\""
+                   ? "stdio jobs do not support input"  // the original's words, exactly
                    : "the job's stdin is closed (an input with \"eof\": true ended it)");
     return;
   }

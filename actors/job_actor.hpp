@@ -90,6 +90,10 @@ struct job_state {
   // hear of the output's size and end from here (what was last told, to tell only news).
   std::vector<job_stream_actor> streams;
   std::uint64_t streams_told_size = 0;
+  // The furthest offset an answer handed out past the log (a prompt's pending line, shown
+  // while the job waited for its terminal): a wait from there is valid until the log
+  // catches up.
+  std::uint64_t output_shown_end = 0;
   bool streams_told_done = false;
 
   // A store write that failed for a passing reason (disk full...) is retried until it

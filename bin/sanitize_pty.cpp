@@ -1,6 +1,7 @@
 // shellctl-sanitize-pty: stdin -> stdout terminal-output filter run by `tmux pipe-pane`
 // (runtime.md §10.4, §11).
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -30,6 +31,7 @@ void usage(FILE* f) {
                "  -budget-helper string\n    \ta native scope's job: shellctl, run as `native-budget`\n"
                "  -budget-db string\n    \tthe scope's catalog, where output is reserved before it is written\n"
                "  -overflow-file string\n    \tfile created when the output budget is spent\n"
+               "  -pending-file string\n    \tfile holding the unfinished last line while stdin is quiet\n"
                "  -version\n    \tprint the version\n"
                "\nRun by tmux pipe-pane for every PTY job of shellctl serve: turns terminal output\n"
                "(stdin) into plain UTF-8 lines (stdout). Exit 0 at EOF, 1 on an I/O error.\n"
@@ -48,10 +50,48 @@ void touch(const std::string& path) {
 }
 
 // stdin to stdout until EOF: 0, or 1 after an I/O error (reported on stderr).
+// The unfinished last line, kept in a file while the pane is quiet (a prompt waiting for
+// its answer), for the server to show past the log (io/fs/job_dir.hpp). Written only when a
+// read would block, so a job that prints without pause pays nothing; emptied before any
+// completed line goes to the log, so a reader never sees a line twice (the log's new line
+// and the old pending one), at worst for a moment neither.
+class pending_file {
+ public:
+  explicit pending_file(const std::string& path) {
+    if (!path.empty()) fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  }
+  ~pending_file() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  pending_file(const pending_file&) = delete;
+  pending_file& operator=(const pending_file&) = delete;
+  // Before completed lines are written.
+  void clear() {
+    if (fd_ < 0 || shown_.empty()) return;
+    if (::ftruncate(fd_, 0) == 0) shown_.clear();
+  }
+  // When stdin is quiet.
+  void show(const std::string& line) {
+    if (fd_ < 0 || line == shown_) return;
+    if (!shown_.empty() && ::ftruncate(fd_, 0) != 0) return;
+    shown_.clear();
+    if (!line.empty() && ::pwrite(fd_, line.data(), line.size(), 0) == static_cast<ssize_t>(line.size()))
+      shown_ = line;
+  }
+
+ private:
+  int fd_ = -1;
+  std::string shown_;
+};
+
 int sanitize(const std::string& end_file, const std::string& end_nonce,
-             shellctl::io::native::output_budget& budget, const std::string& overflow_file) {
+             shellctl::io::native::output_budget& budget, const std::string& overflow_file,
+             pending_file& pending) {
   bool overflowed = false;
   shellctl::io::pty::sanitizer s;
+  // Non-blocking reads: EAGAIN says the pane is quiet, the moment to show the pending line.
+  const int in_flags = ::fcntl(STDIN_FILENO, F_GETFL);
+  const bool quiet_known = in_flags >= 0 && ::fcntl(STDIN_FILENO, F_SETFL, in_flags | O_NONBLOCK) == 0;
   std::string buf(64 * 1024, '\0');
   std::string out;
   // The runner's end marker (an OSC sequence, which the sanitizer strips anyway): once it is
@@ -65,6 +105,12 @@ int sanitize(const std::string& end_file, const std::string& end_nonce,
     const ssize_t r = ::read(STDIN_FILENO, buf.data(), buf.size());
     if (r < 0) {
       if (errno == EINTR) continue;
+      if (errno == EAGAIN && quiet_known) {
+        pending.show(s.pending_line());
+        pollfd in{STDIN_FILENO, POLLIN, 0};
+        if (::poll(&in, 1, -1) < 0 && errno != EINTR) return fail("poll /dev/stdin", errno);
+        continue;
+      }
       return fail("read /dev/stdin", errno);
     }
     out.clear();
@@ -77,6 +123,7 @@ int sanitize(const std::string& end_file, const std::string& end_nonce,
     // written, the overflow marker made (the worker then fails the job and kills it), and
     // the rest read and dropped so that the pane never blocks on us.
     if (!out.empty()) {
+      pending.clear();
       bool write_failed = false;
       if (!overflow_file.empty())
         shellctl::io::native::write_within_budget(budget, STDOUT_FILENO, out.data(), out.size(),
@@ -102,7 +149,7 @@ int sanitize(const std::string& end_file, const std::string& end_nonce,
 
 int main(int argc, char** argv) {
   std::string ready_file, end_file, end_nonce, drained_file, failed_file;
-  std::string budget_helper, budget_db, overflow_file;
+  std::string budget_helper, budget_db, overflow_file, pending_path;
   bool have_ready = false;
   // Go flag syntax (io/text/go_flags.hpp).
   shellctl::io::text::go_flag_reader flags(argc, argv, 1);
@@ -126,7 +173,7 @@ int main(int argc, char** argv) {
     }
     if (name != "ready-file" && name != "end-file" && name != "end-marker" &&
         name != "drained-file" && name != "failed-file" && name != "budget-helper" &&
-        name != "budget-db" && name != "overflow-file") {
+        name != "budget-db" && name != "overflow-file" && name != "pending-file") {
       std::fprintf(stderr, "flag provided but not defined: -%.*s\n", static_cast<int>(name.size()),
                    name.data());
       usage(stderr);
@@ -153,6 +200,8 @@ int main(int argc, char** argv) {
       budget_db = *f.value;
     } else if (name == "overflow-file") {
       overflow_file = *f.value;
+    } else if (name == "pending-file") {
+      pending_path = *f.value;
     } else {
       end_nonce = *f.value;
     }
@@ -188,7 +237,9 @@ int main(int argc, char** argv) {
     // Without a budget nothing is granted: the first output is the overflow.
     if (!err.empty()) std::fprintf(stderr, "%s: output budget: %s\n", kProg, err.c_str());
   }
-  const int status = sanitize(end_file, end_nonce, budget, overflow_file);
+  pending_file pending(pending_path);
+  const int status = sanitize(end_file, end_nonce, budget, overflow_file, pending);
+  pending.clear();  // the log holds the whole output now
   const std::string& marker_file = status == 0 ? drained_file : failed_file;
   if (!marker_file.empty()) touch(marker_file);
   return status;

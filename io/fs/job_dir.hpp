@@ -21,6 +21,9 @@ inline constexpr const char* pipe_end = ".pipe-end";          // it read the run
 // A native scope's job spent its output budget (io/native/output_budget.hpp).
 inline constexpr const char* output_overflow = ".output-overflow";
 inline constexpr const char* pipe_errors = "pipe-error.log";
+// A PTY job's unfinished last line (a prompt), as the sanitizer holds it while the pane is
+// quiet: what an answer shows past the log while the job waits for its terminal.
+inline constexpr const char* pending_line = ".pending-line";
 inline constexpr const char* exit_code = "runner-exit-code";
 inline constexpr const char* ended_at = "runner-ended-at";
 }  // namespace job_files

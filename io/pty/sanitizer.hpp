@@ -15,6 +15,8 @@ class sanitizer {
   void feed(std::string_view chunk, std::string& out);
   // End of stream: returns the pending line (without adding a newline) and resets.
   std::string finish();
+  // The unfinished last line as it shows now (a prompt that waits for its answer).
+  const std::string& pending_line() const { return line_; }
 
  private:
   enum class state { normal, esc, csi, osc, osc_esc, esc_intermediate };
