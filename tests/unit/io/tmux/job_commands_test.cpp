@@ -103,7 +103,8 @@ TEST_CASE("pipe program: one exec'd sanitizer, every path quoted, the markers of
   // the exit from the artifacts), so the shell execs it: one process per pipe.
   CHECK(prog == "exec '/bin/sanitize' '--ready-file' '/s/jobs/it'\\''s/.pipe-ready' "
                 "'--drained-file' '/s/jobs/it'\\''s/.pipe-drained' "
-                "'--failed-file' '/s/jobs/it'\\''s/.pipe-failed' >> "
+                "'--failed-file' '/s/jobs/it'\\''s/.pipe-failed' "
+                "'--pending-file' '/s/jobs/it'\\''s/.pending-line' >> "
                 "'/s/jobs/it'\\''s/output.log' 2> '/s/jobs/it'\\''s/pipe-error.log'");
   // With the runner's end marker, the sanitizer learns its nonce and where to acknowledge it.
   tmux::pipe_settings with_end = p;
@@ -117,7 +118,7 @@ TEST_CASE("pipe program: one exec'd sanitizer, every path quoted, the markers of
   budgeted.budget_helper = "/usr/bin/shellctl";
   budgeted.budget_db = "/run/dify-native/spool/shellctl.db";
   CHECK(tmux::pipe_program(dir, "/s/jobs/it's/output.log", budgeted)
-            .find("'--failed-file' '/s/jobs/it'\\''s/.pipe-failed' '--budget-helper' "
+            .find("'--pending-file' '/s/jobs/it'\\''s/.pending-line' '--budget-helper' "
                   "'/usr/bin/shellctl' '--budget-db' '/run/dify-native/spool/shellctl.db' "
                   "'--overflow-file' '/s/jobs/it'\\''s/.output-overflow' >> ") !=
         std::string::npos);
