@@ -1,5 +1,7 @@
 #include "actors/api_views.hpp"
 
+#include <cstring>
+
 #include "io/json/json.hpp"
 
 namespace shellctl::actors {
@@ -157,6 +159,12 @@ std::string server_info_json(const server_info& i) {
   else
     w.null();
   w.key("api_refuses_jobs").value(i.api_refuses_jobs);
+  w.key("oom_score_adj").begin_object().key("server");
+  if (i.server_oom_score_adj)
+    w.value(*i.server_oom_score_adj);
+  else
+    w.null();
+  w.key("jobs").value(i.job_oom_score_adj).end_object();
   w.end_object();
   w.key("limits").begin_object().key("timeout_max").value(600).key("output_limit_max").value(524288);
   w.end_object().end_object();
@@ -185,6 +193,18 @@ std::string job_activity_json(const job_activity& a) {
   else
     w.null();
   w.key("processes").value(static_cast<std::uint64_t>(a.processes));
+  w.key("ended");
+  if (a.ended) {
+    w.begin_object().key("by").value(a.ended->by).key("signal");
+    const char* name = a.ended->signal > 0 ? ::sigabbrev_np(a.ended->signal) : nullptr;
+    if (name)
+      w.value(name);
+    else
+      w.null();
+    w.end_object();
+  } else {
+    w.null();
+  }
   w.end_object();
   return w.finish();
 }

@@ -43,6 +43,10 @@ struct server_info {
   bool cgroups = false;             // per-job cgroup v2 containment (§E5)
   std::optional<bool> nsdelegate;   // the host's cgroup2 mount option; none: no containment
   bool api_refuses_jobs = false;    // jobs' connections to the API are told apart and refused
+  // The OOM score adjustments in force (io/proc/oom_score.hpp): the server's own (its tmux
+  // server and helpers inherit it) and every job process's; none: /proc could not tell.
+  std::optional<int> server_oom_score_adj;
+  int job_oom_score_adj = 0;
 };
 std::string server_info_json(const server_info& i);
 

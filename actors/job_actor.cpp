@@ -106,6 +106,7 @@ bool retry_start(self_ptr self);
 bool start_cut_short(self_ptr self);
 void remove_job(self_ptr self, std::optional<answer<job_deleted>> reply, std::uint64_t guard = 0);
 void close_stdin_pipe(self_ptr self);
+void note_oom_kills(self_ptr self);
 
 // The job's directory and its same-HOME view entry (io/fs/home_views.hpp).
 void remove_job_files(self_ptr self) {
@@ -340,6 +341,7 @@ void store_request(self_ptr self, Message msg, std::function<void(store_reply&)>
               // whose script exited keeps what it left running (a nohup'd or setsid
               // daemon, io/proc/job_init.hpp) until it is terminated, removed or found
               // lost. A terminate ends the tree itself, after its grace.
+              if (done(self) && before != st.row.status) note_oom_kills(self);
               if (done(self) && !st.terminating && !keeps_leftovers(self)) end_job_cgroup(self);
               if (done(self)) close_stdin_pipe(self);
             }
@@ -1446,6 +1448,38 @@ void serve_request(self_ptr self, const resize_request& req, const answer<job_st
   });
 }
 
+// ---------------------------------------------------------------- why a job ended
+
+// The OOM kills the job's cgroup has counted (memory.events, with the memory controller);
+// read when the job ends, before its cgroup goes.
+void note_oom_kills(self_ptr self) {
+  auto& st = self->state;
+  if (st.cgroup.empty()) return;
+  const auto n = io::sandbox::cgroups::oom_kills(st.cgroup);
+  if (n) st.oom_kills = std::max(st.oom_kills, *n);
+}
+
+job_activity::end_reason end_reason_of(self_ptr self) {
+  auto& st = self->state;
+  job_activity::end_reason r;
+  if (const auto sig = io::fs::read_small_file(dir(self).file(files::exit_signal)); !sig.empty())
+    r.signal = std::atoi(sig.c_str());
+  switch (st.row.status) {
+    case job_status::failed: r.by = "failed"; break;
+    case job_status::lost: r.by = "lost"; break;
+    case job_status::terminated:
+      r.by = st.ended_by == job_state::end_cause::deadline ? "deadline" : "terminate";
+      break;
+    default:
+      r.by = st.ended_by == job_state::end_cause::deadline  ? "deadline"
+             : st.ended_by == job_state::end_cause::terminate ? "terminate"
+             : st.oom_kills > 0                              ? "oom"
+             : r.signal > 0                                  ? "signal"
+                                                             : "exit";
+  }
+  return r;
+}
+
 // GET .../activity (extensions.md §E6): the job's processes and its terminal, read from
 // /proc when asked (a kernel state: no event tells it), the pane's size from tmux.
 void serve_request(self_ptr self, const activity_request& req, const answer<job_activity>& reply) {
@@ -1456,8 +1490,12 @@ void serve_request(self_ptr self, const activity_request& req, const answer<job_
   a.idle_seconds = io::text::seconds_since_modified(st.output_abs);
   const bool running = st.row.status == job_status::running && !st.terminating && st.pane_pid > 0;
   if (!running) {
-    // A finished job: what its script left running, if anything (io/proc/job_init.hpp).
-    if (done(self)) a.processes = leftover_pids(self).size();
+    // A finished job: what its script left running, if anything (io/proc/job_init.hpp),
+    // and why it ended.
+    if (done(self)) {
+      a.processes = leftover_pids(self).size();
+      a.ended = end_reason_of(self);
+    }
     reply.ok(std::move(a));
     return;
   }
@@ -1532,6 +1570,7 @@ void serve_request(self_ptr self, const terminate_request& req,
     return;
   }
   auto g = guard_answer(self, reply, seconds_ms(req.grace_s) + std::chrono::seconds(10));
+  if (st.ended_by == job_state::end_cause::none) st.ended_by = job_state::end_cause::terminate;
   begin_terminate(self, req.grace_s, [self, g, reply] {
     unguard(self, g);
     reply_status(self, reply);
@@ -1685,6 +1724,7 @@ job_actor_type::behavior_type job_actor(job_actor_type::stateful_pointer<job_sta
         // Terminated at once (no grace): its cgroup is killed, its output kept.
         if (done(self) || self->state.terminating) return;
         warn(self, "the scope's job wall deadline passed: terminated");
+        self->state.ended_by = job_state::end_cause::deadline;
         begin_terminate(self, 0, [] {});
       },
       [self](terminate_deadline& m) {

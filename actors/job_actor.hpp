@@ -94,6 +94,12 @@ struct job_state {
   // while the job waited for its terminal): a wait from there is valid until the log
   // catches up.
   std::uint64_t output_shown_end = 0;
+  // Who began the job's end, when this server did (a client's terminate or delete, or the
+  // scope's wall deadline), and the OOM kills its cgroup counted by its end (memory.events):
+  // the activity view says why a finished job ended.
+  enum class end_cause { none, terminate, deadline };
+  end_cause ended_by = end_cause::none;
+  std::uint64_t oom_kills = 0;
   bool streams_told_done = false;
 
   // A store write that failed for a passing reason (disk full...) is retried until it

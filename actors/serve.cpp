@@ -33,6 +33,7 @@
 #include "io/http/server.hpp"
 #include "io/json/json.hpp"
 #include "io/native/worker_budget.hpp"
+#include "io/proc/oom_score.hpp"
 #include "io/sandbox/cgroups.hpp"
 #include "io/sandbox/job_peers.hpp"
 #include "io/sandbox/sock_diag.hpp"
@@ -174,6 +175,14 @@ int serve(const io::config::serve_config& cfg, const io::sandbox::namespace_prob
   const server_log log(json_log ? io::log::format::json : io::log::format::text,
                        static_cast<io::log::level>(std::clamp(cfg.log_level, 0, 3)));
   std::string sandbox_text = describe_sandbox(cfg, probe, log);
+  // Under memory pressure the job is the OOM killer's victim, never the control plane:
+  // the server (and the tmux server and helpers it starts, which inherit it) keeps a low
+  // score where it may lower it, every job process a high one (set by the runner).
+  if (!io::proc::oom_score::write_self(io::proc::oom_score::server_adj))
+    log.say(io::log::level::info, "shellctl: oom_score_adj stays " +
+                                      std::to_string(io::proc::oom_score::read_self().value_or(0)) +
+                                      " (lowering it needs CAP_SYS_RESOURCE): jobs get " +
+                                      std::to_string(cfg.job_oom_score_adj));
   job_settings js;
   try {
     // The state dir by its real path. A job's sandbox mounts its new root on the job's own
@@ -194,6 +203,7 @@ int serve(const io::config::serve_config& cfg, const io::sandbox::namespace_prob
   js.default_cwd = cfg.home;
   js.runner_policy_env = cfg.isolation_env;
   js.runner_policy_env.emplace_back("SHELLCTL_STATE_DIR", js.state_dir);
+  js.runner_policy_env.emplace_back("SHELLCTL_JOB_OOM_SCORE_ADJ", std::to_string(cfg.job_oom_score_adj));
   js.isolation = cfg.isolation;
   const auto& worker = cfg.worker;
   if (worker.on) {
@@ -435,7 +445,8 @@ int serve(const io::config::serve_config& cfg, const io::sandbox::namespace_prob
   const int abi = io::sandbox::landlock_abi();
   const std::string info = server_info_json(
       {SHELLCTL_VERSION, cfg.isolation && abi > 0 ? std::optional<int>(abi) : std::nullopt,
-       !js.cgroup_root.empty(), js.cgroup_nsdelegate, api_refuses_jobs});
+       !js.cgroup_root.empty(), js.cgroup_nsdelegate, api_refuses_jobs,
+       io::proc::oom_score::read_self(), cfg.job_oom_score_adj});
   std::string identity;
   if (worker.on) {
     io::json::writer w;

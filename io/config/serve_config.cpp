@@ -58,6 +58,8 @@ const char* environment_text =
     "  SHELLCTL_LANDLOCK_RW_DEV_PATHS   device files jobs may use (default /dev/null,/dev/zero,\n"
     "                                   /dev/urandom,/dev/random,/dev/tty)\n"
     "  SHELLCTL_JOB_NAMESPACES          \"auto\" (default) or \"off\" (needs isolation off)\n"
+    "  SHELLCTL_JOB_OOM_SCORE_ADJ       every job process's oom_score_adj, -1000..1000 (default\n"
+    "                                   800; the server keeps -800: the job is the OOM victim)\n"
     "  SHELLCTL_CGROUP_ROOT             cgroup v2 directory for job cgroups when -cgroup-root is\n"
     "                                   empty; \"none\": no containment (default: detect)\n"
     "  SHELLCTL_JOB_MEMORY_MAX          per-job memory.max (needs the memory controller)\n"
@@ -370,6 +372,17 @@ parse_result parse_serve(int argc, char** argv, char** envp, serve_config& out,
         return parse_result::exit_config_error;
       }
     out.isolation_env.emplace_back(name, it->second);
+  }
+  if (auto oom = env.find("SHELLCTL_JOB_OOM_SCORE_ADJ"); oom != env.end() && !blank(oom->second)) {
+    char* end = nullptr;
+    errno = 0;
+    const long v = std::strtol(oom->second.c_str(), &end, 10);
+    if (errno != 0 || end == oom->second.c_str() || *end != '\0' || v < -1000 || v > 1000) {
+      message = "shellctl: config: SHELLCTL_JOB_OOM_SCORE_ADJ: must be an integer from -1000 to 1000, got \"" +
+                oom->second + "\"\n";
+      return parse_result::exit_config_error;
+    }
+    out.job_oom_score_adj = static_cast<int>(v);
   }
   auto iso = env.find("SHELLCTL_ENABLE_PATH_ISOLATION");
   out.isolation = iso == env.end() || iso->second == "true";

@@ -41,6 +41,9 @@ struct serve_config {
   // here; their controllers at startup).
   std::string cgroup_root;
   sandbox::cgroups::job_limits job_limits;
+  // SHELLCTL_JOB_OOM_SCORE_ADJ: every job process's OOM score adjustment, -1000..1000
+  // (io/proc/oom_score.hpp, default 800); the server's own is -800 where it may set it.
+  int job_oom_score_adj = 800;
   // The native test supervisor (native-scopes.md §3): a separate instance, off by default.
   // Its settings are refused without the mode; --native-check runs the startup checks,
   // prints them and changes nothing.

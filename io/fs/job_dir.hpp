@@ -25,6 +25,8 @@ inline constexpr const char* pipe_errors = "pipe-error.log";
 // quiet: what an answer shows past the log while the job waits for its terminal.
 inline constexpr const char* pending_line = ".pending-line";
 inline constexpr const char* exit_code = "runner-exit-code";
+// Ours: the signal that ended the job's main process (absent when it exited).
+inline constexpr const char* exit_signal = "runner-exit-signal";
 inline constexpr const char* ended_at = "runner-ended-at";
 }  // namespace job_files
 

@@ -28,6 +28,7 @@
 #include "io/proc/job_env.hpp"
 #include "io/proc/job_init.hpp"
 #include "io/proc/job_world.hpp"
+#include "io/proc/oom_score.hpp"
 #include "io/proc/runner_inotify.hpp"
 #include "io/proc/scoped_world.hpp"
 #include "io/proc/stdin_pipe.hpp"
@@ -486,8 +487,11 @@ class child_process {
       if (::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0)
         return refuse("pipe", errno_text(errno));
     }
-    // In the child: the job's streams and environment.
+    // In the child: the job's OOM score (first: everything of the job inherits it, the
+    // job's init too), its streams and environment.
     auto enter_job_side = [&] {
+      if (opts_.sandbox.job_oom_score_adj && !oom_score::write_self(*opts_.sandbox.job_oom_score_adj))
+        diag("oom_score_adj", errno_text(errno));
       if (stdio) {
         if (::dup2(dev_null, STDIN_FILENO) < 0 || ::dup2(out_pipe[1], STDOUT_FILENO) < 0 ||
             ::dup2(err_pipe[1], STDERR_FILENO) < 0)
@@ -715,10 +719,14 @@ class child_process {
     ::close(sfd);
     ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
     const int code = exit_code_of(status);
+    if (WIFSIGNALED(status) && !capture_failed) end_signal_ = WTERMSIG(status);
     return capture_failed ? kExitSetupFailed : code;
   }
+  // The signal that ended the job's main process (0: it exited, or never ran).
+  int end_signal() const { return end_signal_; }
 
  private:
+  int end_signal_ = 0;
   const parent_options& opts_;
   std::vector<std::string> env_;
 
@@ -786,7 +794,7 @@ int open_log(const std::string& path, std::string& err) {
 }
 
 // Everything before the artifacts (the start gate included); returns the code to publish.
-int run_job(const parent_options& opts) {
+int run_job(const parent_options& opts, int& end_signal) {
   int out_file = -1, err_file = -1;
   auto close_logs = [&]() {
     bool ok = true;
@@ -828,6 +836,7 @@ int run_job(const parent_options& opts) {
 
   child_process child(opts, build_job_env(current_environ(), overlay, opts.cwd));
   int code = child.run(out_file, err_file);
+  end_signal = child.end_signal();
   if (!close_logs()) code = kExitSetupFailed;
   return code;
 }
@@ -972,13 +981,14 @@ int run_parent(const parent_options& opts) {
   reset_signals();
   std::string err;
   // The gate is waited for inside: the job's sandbox is built meanwhile.
-  const int code = run_job(opts);
-  // Exit code first, then the end time: a reader that sees runner-ended-at can rely on
-  // runner-exit-code being there already.
-  const std::pair<const char*, std::string> artifacts[] = {
-      {io::fs::job_files::exit_code, std::to_string(code)},
-      {io::fs::job_files::ended_at, text::utc_now()},
-  };
+  int end_signal = 0;
+  const int code = run_job(opts, end_signal);
+  // The signal first (ours: why a job ended, for its activity view), then the exit code,
+  // then the end time: a reader that sees runner-ended-at can rely on the others.
+  std::vector<std::pair<const char*, std::string>> artifacts;
+  if (end_signal > 0) artifacts.emplace_back(io::fs::job_files::exit_signal, std::to_string(end_signal));
+  artifacts.emplace_back(io::fs::job_files::exit_code, std::to_string(code));
+  artifacts.emplace_back(io::fs::job_files::ended_at, text::utc_now());
   for (const auto& [name, value] : artifacts) {
     if (!io::fs::write_file_atomic(join_path(opts.job_dir, name), value + "\n", 0644, err))
       diag(std::string("write ") + name, err);
@@ -1024,6 +1034,12 @@ sandbox_settings sandbox_from_env(const char* (*get)(const char*)) {
   if (const char* h = get("HOME"); h != nullptr && *h != '\0')
     sb.server_home = ::realpath(h, buf) != nullptr ? buf : h;
   if (const char* c = get("SHELLCTL_JOB_CGROUP_ROOT"); c != nullptr) sb.cgroup_root = c;
+  if (const char* o = get("SHELLCTL_JOB_OOM_SCORE_ADJ"); o != nullptr && *o != '\0') {
+    char* end = nullptr;
+    const long v = std::strtol(o, &end, 10);
+    if (*end == '\0' && v >= oom_score::min_adj && v <= oom_score::max_adj)
+      sb.job_oom_score_adj = static_cast<int>(v);
+  }
   if (const char* p = get("SHELLCTL_NATIVE_JOB_PAYLOAD"); p != nullptr) {
     auto& sc = sb.scoped;
     sc.on = true;

@@ -8,6 +8,7 @@
 // (job_world.hpp) and starts the script's process, which cuts its capabilities, sets
 // no_new_privs, applies Landlock (path isolation on) and the seccomp filter, and execs.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -62,6 +63,9 @@ struct sandbox_settings {
   // The server's job cgroup root (SHELLCTL_JOB_CGROUP_ROOT, extensions.md §E5): the job's
   // first process enters <root>/job-<id> before anything of the job runs; "" = none.
   std::string cgroup_root;
+  // Every job process's OOM score adjustment (SHELLCTL_JOB_OOM_SCORE_ADJ, set by the
+  // server; io/proc/oom_score.hpp); nullopt = inherit (the runner's).
+  std::optional<int> job_oom_score_adj;
   scoped_settings scoped;
 };
 

@@ -465,6 +465,16 @@ std::optional<bool> nsdelegate(const std::string& path) {
   return found;
 }
 
+std::optional<std::uint64_t> oom_kills(const std::string& path) {
+  std::ifstream in(path + "/memory.events");
+  if (!in) return std::nullopt;
+  std::string key;
+  std::uint64_t n = 0;
+  while (in >> key >> n)
+    if (key == "oom_kill") return n;
+  return std::nullopt;
+}
+
 bool end(const std::string& path, std::chrono::milliseconds bound, std::string& err) {
   const int events = ::open((path + "/cgroup.events").c_str(), O_RDONLY | O_CLOEXEC);
   if (events < 0) {

@@ -119,6 +119,10 @@ std::vector<pid_t> subtree_procs(const std::string& path);
 // when no cgroup2 mount holds it.
 std::optional<bool> nsdelegate(const std::string& path);
 
+// The `oom_kill` count of <path>/memory.events (the OOM killer's kills in the cgroup and
+// below); nullopt without the memory controller (no such file) or when unreadable.
+std::optional<std::uint64_t> oom_kills(const std::string& path);
+
 // Ends the cgroup: cgroup.kill, the wait for populated 0 (at most `bound`), rmdir of it
 // and of any child cgroup the job made. A cgroup that does not exist is ended already.
 // Blocking: for a detached actor (actors/cgroup_reaper.hpp). False with err.

@@ -237,7 +237,7 @@ class JobControl(unittest.TestCase):
 
     # -- activity (§E6) ------------------------------------------------------------------
     ACTIVITY_KEYS = {"job_id", "status", "done", "offset", "waiting_for_input", "idle_seconds",
-                     "foreground", "terminal", "processes"}
+                     "foreground", "terminal", "processes", "ended"}
 
     def activity(self, job_id, query=""):
         status, _, body = self.server.request("GET", f"/v1/jobs/{job_id}/activity{query}")
@@ -321,6 +321,7 @@ class JobControl(unittest.TestCase):
         self.assertTrue(a["done"])
         self.assertEqual((a["waiting_for_input"], a["processes"], a["foreground"], a["terminal"]),
                          (False, 0, None, None))
+        self.assertEqual(a["ended"], {"by": "signal", "signal": "KILL"})
         status, _, body = self.server.request("GET", "/v1/jobs/0123456789abcdef/activity")
         self.assertEqual(status, 404, body)
         status, _, body = self.server.request("GET", f"/v1/jobs/{job}/activity?idle_flush_seconds=-1")

@@ -362,13 +362,18 @@ TEST_CASE("the activity document: nulls without a pane, numbers as numbers") {
   a.idle_seconds = 4.25;
   CHECK(job_activity_json(a) ==
         R"({"job_id":"0123456789abcdef","status":"running","done":false,"offset":12,"waiting_for_input":false,)"
-        R"("idle_seconds":4.2,"foreground":null,"terminal":null,"processes":0})" "\n");
+        R"("idle_seconds":4.2,"foreground":null,"terminal":null,"processes":0,"ended":null})" "\n");
+  a.ended = job_activity::end_reason{"signal", 9};
+  CHECK(job_activity_json(a).find(R"("ended":{"by":"signal","signal":"KILL"}})") != std::string::npos);
+  a.ended = job_activity::end_reason{"exit", 0};
+  CHECK(job_activity_json(a).find(R"("ended":{"by":"exit","signal":null}})") != std::string::npos);
+  a.ended.reset();
   a.waiting_for_input = true;
   a.foreground = job_activity::foreground_process{7, "sudo"};
   a.terminal = job_activity::terminal_size{200, 50};
   a.processes = 3;
   CHECK(job_activity_json(a).find(R"("waiting_for_input":true,"idle_seconds":4.2,"foreground":{"pid":7,"command":"sudo"},)"
-                                  R"("terminal":{"cols":200,"rows":50},"processes":3})") != std::string::npos);
+                                  R"("terminal":{"cols":200,"rows":50},"processes":3,"ended":null})") != std::string::npos);
 }
 
 TEST_CASE("GET /v1/info is answered by the front with the document it was given, after auth") {
@@ -386,12 +391,15 @@ TEST_CASE("GET /v1/info is answered by the front with the document it was given,
 }
 
 TEST_CASE("the /v1/info document: every field of E7, nothing this build does not serve") {
-  CHECK(server_info_json({"1.2.3", 7, false, std::nullopt, false}) ==
+  CHECK(server_info_json({"1.2.3", 7, false, std::nullopt, false, std::nullopt, 0}) ==
         R"({"version":"1.2.3","api":["jobs","snapshot","files","stream","resize","signal","activity","ports"],)"
-        R"("isolation":{"landlock_abi":7,"cgroup":"none","cgroup_nsdelegate":null,"api_refuses_jobs":false},)"
+        R"("isolation":{"landlock_abi":7,"cgroup":"none","cgroup_nsdelegate":null,"api_refuses_jobs":false,)"
+        R"("oom_score_adj":{"server":null,"jobs":0}},)"
         R"("limits":{"timeout_max":600,"output_limit_max":524288}})" "\n");
-  CHECK(server_info_json({"1.2.3", std::nullopt, true, false, true})
+  CHECK(server_info_json({"1.2.3", 7, true, true, true, -800, 800})
+            .find(R"("oom_score_adj":{"server":-800,"jobs":800})") != std::string::npos);
+  CHECK(server_info_json({"1.2.3", std::nullopt, true, false, true, std::nullopt, 0})
             .find(R"("landlock_abi":null,"cgroup":"v2","cgroup_nsdelegate":false)") != std::string::npos);
-  CHECK(server_info_json({"1.2.3", std::nullopt, true, true, true}).find(R"("cgroup_nsdelegate":true)") !=
+  CHECK(server_info_json({"1.2.3", std::nullopt, true, true, true, std::nullopt, 0}).find(R"("cgroup_nsdelegate":true)") !=
         std::string::npos);
 }
