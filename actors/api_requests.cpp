@@ -206,9 +206,9 @@ signal_request decode_signal(const std::string& body) {
   return r;
 }
 
-// extensions.md §E3: {"cols": C, "rows": R}, whole numbers from 1 to 4096 each. A value of
-// the wrong type (a string, a fraction) is a decode failure as on every other route (400
-// Invalid JSON body); a missing one or one out of range is 422.
+// POST /resize (README, "Job control"): {"cols": C, "rows": R}, whole numbers from 1 to
+// 4096 each. A value of the wrong type (a string, a fraction) is a decode failure as on
+// every other route (400 Invalid JSON body); a missing one or one out of range is 422.
 resize_request decode_resize(const std::string& body) {
   auto o = parse_body(body);
   resize_request r;

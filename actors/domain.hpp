@@ -103,7 +103,7 @@ struct job_activity {
   };
   std::optional<terminal_size> terminal;  // PTY jobs that run: the pane's size in tmux
   std::size_t processes = 0;              // live processes of the job
-  // Why a finished job ended (README, "Why a job ended"); none while it runs.
+  // Why a finished job ended (README, "Job control": `ended`); none while it runs.
   struct end_reason {
     std::string by;  // exit, signal, oom, terminate, deadline, failed, lost
     int signal = 0;  // the signal that ended its main process, when one did

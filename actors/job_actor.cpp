@@ -1102,7 +1102,7 @@ void recover(self_ptr self, bool alive) {
     return;
   }
   st.pipe_attached = is_pty(self);  // a PTY job that got this far had (or has) its pipe
-  // A piped stdin ended with the server that held it: the job read EOF (README, "stdin").
+  // A piped stdin ended with the server that held it: the job read EOF (README, "stdin for stdio tools").
   if (!is_pty(self) && has(self, io::proc::stdin_pipe::file_name))
     st.stdin_state = job_state::stdin_pipe_state::closed;
   st.gate_opened = has(self, files::start_gate);

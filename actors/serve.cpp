@@ -323,7 +323,7 @@ int serve(const io::config::serve_config& cfg, const io::sandbox::namespace_prob
   // server (io/home/helper.hpp): how to start it.
   const char* home_env = std::getenv("HOME");
   const home_helper_settings helper = home_helper_for(cfg, probe, js);
-  // Home snapshots: the server's own $HOME (snapshot.md §3: never a guessed path).
+  // Home snapshots: the server's own $HOME, never a guessed path (README, "Home snapshots").
   auto gate = sys.spawn(snapshot_gate,
                         snapshot_settings{home_env ? home_env : "", cfg.snapshot_timeout, helper}, metrics);
   // The file API (E1): the server's $HOME and the job-writable trees, served by the

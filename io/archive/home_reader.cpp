@@ -441,7 +441,7 @@ class extractor {
     ++entries;
   }
 
-  // snapshot.md §5.3: an entry is sparse when its own header says 'S' (GNU) or any of its
+  // An entry is sparse when its own header says 'S' (GNU) or any of its
   // pax records is a GNU.sparse.* key. libarchive reports only sparse maps it built, so
   // the entry's header blocks are read again here, from where libarchive says they begin:
   // the extension headers ('x', 'g' pax records; 'L', 'K' GNU long names), then the

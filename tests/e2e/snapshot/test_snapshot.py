@@ -362,7 +362,7 @@ class RestoreTests(unittest.TestCase):
             self.assertEqual(f.read(), b"from gnu tar\n")
 
     def test_a_gnu_sparse_pax_record_is_malformed(self):
-        # snapshot.md §5.3: any PAX record whose key starts with GNU.sparse. refuses the entry
+        # Any PAX record whose key starts with GNU.sparse. refuses the entry
         # (the original does), even one from which no sparse map follows.
         buf = io.BytesIO()
         with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as t:
