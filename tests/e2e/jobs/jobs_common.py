@@ -192,3 +192,9 @@ def wait_gone(pattern, deadline=10):
 
 class SharedServerTestCase(JobsTestCase, ServerTestCase):
     """JobsTestCase with one default server for the whole class (cls.server)."""
+
+
+def cgroup_root_of(server):
+    """The job root the server announced at startup ("..., cgroup <dir>, ...")."""
+    m = re.search(r"\), cgroup (/[^,\s\"]+)", server.read_stderr())
+    return m.group(1) if m else None

@@ -11,7 +11,6 @@ startup.
 These run as root on a machine with cgroup2 (CI's): the server's own cgroup is writable, so
 detection finds it. A machine without that fails here, loudly."""
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -19,6 +18,7 @@ import time
 import unittest
 import uuid
 
+from jobs_common import cgroup_root_of
 from harness import Server, end_cgroup_tree, process_alive, processes_mentioning, wait_until
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "helpers"))
@@ -55,12 +55,6 @@ def stat_of(pid):
             return f.read().strip()
     except OSError as e:
         return str(e)
-
-
-def cgroup_root_of(server):
-    """The job root the server announced at startup ("..., cgroup <dir>, ...")."""
-    m = re.search(r"\), cgroup (/[^,\s\"]+)", server.read_stderr())
-    return m.group(1) if m else None
 
 
 def procs(cgroup):

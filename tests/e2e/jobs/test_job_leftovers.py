@@ -17,6 +17,7 @@ import time
 import unittest
 import uuid
 
+from jobs_common import cgroup_root_of
 from harness import Server, free_port, process_alive, processes_mentioning, wait_until
 
 TOKEN = "leftovers-token"
@@ -25,12 +26,6 @@ PY = "/usr/bin/python3"  # the job sees the system's trees only
 
 def tag():
     return "lo" + uuid.uuid4().hex[:12]
-
-
-def cgroup_root_of(server):
-    import re
-    m = re.search(r"\), cgroup (/[^,\s\"]+)", server.read_stderr())
-    return m.group(1) if m else None
 
 
 def serve_script(port, address="127.0.0.1"):
