@@ -79,6 +79,33 @@ wait_params read_wait(const io::json::object& o, wait_rules rules) {
   return p;
 }
 
+// "limits": {"memory_bytes": N, "pids": N, "cpu": F} (README "Limits per job"). Ours, so
+// strict where the original's fields are lenient: an unknown field is refused, since a
+// misspelt limit would otherwise leave the job unlimited. Whole numbers for the counts (a
+// fraction is a decode failure, as everywhere); ranges are the registry's to check.
+io::sandbox::cgroups::run_limits read_limits(const io::json::object& o) {
+  for (const auto& key : o.keys()) {
+    std::string lower = key;
+    std::transform(lower.begin(), lower.end(), lower.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    if (lower != "memory_bytes" && lower != "pids" && lower != "cpu")
+      throw bad_request{job_errc::validation_error,
+                        "limits: unknown field " + go_quote(key) + " (memory_bytes, pids, cpu)"};
+  }
+  io::sandbox::cgroups::run_limits l;
+  auto count = [&o](const char* key) -> std::optional<std::uint64_t> {
+    const auto v = o.get_int(key);
+    if (!v) return std::nullopt;
+    if (*v <= 0) throw bad_request{job_errc::validation_error, std::string("limits.") + key + " must be positive"};
+    return static_cast<std::uint64_t>(*v);
+  };
+  l.memory_bytes = count("memory_bytes");
+  l.pids = count("pids");
+  l.cpu = o.get_number("cpu");
+  if (l.cpu && !(*l.cpu > 0)) throw bad_request{job_errc::validation_error, "limits.cpu must be positive"};
+  return l;
+}
+
 run_spec decode_run(const std::string& body) {
   auto o = parse_body(body);
   run_spec s;
@@ -95,6 +122,7 @@ run_spec decode_run(const std::string& body) {
       s.rows = term->get_int("rows").value_or(0);
     }
     s.wait = read_wait(o, run_rules);
+    if (auto limits = o.get_object("limits")) s.limits = read_limits(*limits);
   } catch (const io::json::type_error&) {
     invalid_json();
   }
@@ -159,6 +187,14 @@ std::string job_fields_digest(const run_spec& spec) {
   field(spec.mode == job_mode::stdio ? "stdio" : "pty");
   field(spec.stdin_pipe ? "pipe" : "null");
   field(std::to_string(spec.cols) + "x" + std::to_string(spec.rows));
+  // Only when asked for, so a key stored before limits existed still matches its repeat.
+  if (spec.limits.any()) {
+    const auto& l = spec.limits;
+    field("limits");
+    field(l.memory_bytes ? std::to_string(*l.memory_bytes) : "-");
+    field(l.pids ? std::to_string(*l.pids) : "-");
+    field(l.cpu ? std::to_string(*l.cpu) : "-");
+  }
   return digest.hex();
 }
 

@@ -167,7 +167,30 @@ std::string server_info_json(const server_info& i) {
   w.key("jobs").value(i.job_oom_score_adj).end_object();
   w.end_object();
   w.key("limits").begin_object().key("timeout_max").value(600).key("output_limit_max").value(524288);
+  w.end_object();
+  // A run's "limits": the fields this server can give, and the ceiling of each (null: none).
+  namespace cg = io::sandbox::cgroups;
+  w.key("job_limits").begin_object().key("available").begin_array();
+  if (i.job_controllers.memory) w.value("memory_bytes");
+  if (i.job_controllers.pids) w.value("pids");
+  if (i.job_controllers.cpu) w.value("cpu");
+  w.end_array().key("ceilings").begin_object();
+  auto whole = [&w](const char* key, std::optional<std::uint64_t> v) {
+    w.key(key);
+    if (v)
+      w.value(*v);
+    else
+      w.null();
+  };
+  whole("memory_bytes", cg::memory_bytes_of(i.job_ceilings.memory_max));
+  whole("pids", cg::pids_of(i.job_ceilings.pids_max));
+  w.key("cpu");
+  if (const auto cpus = cg::cpus_of(i.job_ceilings.cpu_max))
+    w.decimal(*cpus, 2);
+  else
+    w.null();
   w.end_object().end_object();
+  w.end_object();
   return w.finish();
 }
 
@@ -201,7 +224,9 @@ std::string job_activity_json(const job_activity& a) {
       w.value(name);
     else
       w.null();
-    w.end_object();
+    w.key("limits_hit").begin_array();
+    for (const auto& l : a.ended->limits_hit) w.value(l);
+    w.end_array().end_object();
   } else {
     w.null();
   }

@@ -10,6 +10,7 @@
 #include "actors/domain.hpp"
 #include "io/http/server.hpp"
 #include "io/native/worker_budget.hpp"
+#include "io/sandbox/cgroups.hpp"
 
 namespace shellctl::actors {
 
@@ -47,6 +48,10 @@ struct server_info {
   // server and helpers inherit it) and every job process's; none: /proc could not tell.
   std::optional<int> server_oom_score_adj;
   int job_oom_score_adj = 0;
+  // What a run may ask for in "limits" (the controllers its cgroup has) and the server's
+  // own limits, which are the ceilings of a run's.
+  io::sandbox::cgroups::job_controllers job_controllers;
+  io::sandbox::cgroups::job_limits job_ceilings;
 };
 std::string server_info_json(const server_info& i);
 

@@ -105,8 +105,11 @@ struct job_activity {
   std::size_t processes = 0;              // live processes of the job
   // Why a finished job ended (README, "Job control": `ended`); none while it runs.
   struct end_reason {
-    std::string by;  // exit, signal, oom, terminate, deadline, failed, lost
+    std::string by;  // exit, signal, limit, oom, terminate, deadline, failed, lost
     int signal = 0;  // the signal that ended its main process, when one did
+    // The limits the kernel held it to (memory_bytes: memory.max reached; pids: a fork
+    // refused; cpu: throttled), whatever ended it.
+    std::vector<std::string> limits_hit;
   };
   std::optional<end_reason> ended;
 };

@@ -106,7 +106,7 @@ bool retry_start(self_ptr self);
 bool start_cut_short(self_ptr self);
 void remove_job(self_ptr self, std::optional<answer<job_deleted>> reply, std::uint64_t guard = 0);
 void close_stdin_pipe(self_ptr self);
-void note_oom_kills(self_ptr self);
+void note_limit_events(self_ptr self);
 
 // The job's directory and its same-HOME view entry (io/fs/home_views.hpp).
 void remove_job_files(self_ptr self) {
@@ -341,7 +341,7 @@ void store_request(self_ptr self, Message msg, std::function<void(store_reply&)>
               // whose script exited keeps what it left running (a nohup'd or setsid
               // daemon, io/proc/job_init.hpp) until it is terminated, removed or found
               // lost. A terminate ends the tree itself, after its grace.
-              if (done(self) && before != st.row.status) note_oom_kills(self);
+              if (done(self) && before != st.row.status) note_limit_events(self);
               if (done(self) && !st.terminating && !keeps_leftovers(self)) end_job_cgroup(self);
               if (done(self)) close_stdin_pipe(self);
             }
@@ -859,7 +859,7 @@ void start_session(self_ptr self) {
   // finds it there.
   if (!st.cgroup.empty()) {
     std::string err;
-    if (!io::sandbox::cgroups::create(st.cgroup, st.cfg.job_limits, err)) {
+    if (!io::sandbox::cgroups::create(st.cgroup, st.limits, err)) {
       fail_start(self, "cgroup: " + err);
       return;
     }
@@ -992,6 +992,7 @@ void abandon(self_ptr self) {
 void begin_run(self_ptr self) {
   auto& st = self->state;
   auto& spec = st.run->spec;
+  st.limits = io::sandbox::cgroups::narrowed(st.cfg.job_limits, spec.limits);
   // In a native scope's worker the insert is the admission: the script and the env JSON
   // are the input it charges (§4.5).
   std::uint64_t input_charge = 0;
@@ -1450,13 +1451,17 @@ void serve_request(self_ptr self, const resize_request& req, const answer<job_st
 
 // ---------------------------------------------------------------- why a job ended
 
-// The OOM kills the job's cgroup has counted (memory.events, with the memory controller);
-// read when the job ends, before its cgroup goes.
-void note_oom_kills(self_ptr self) {
+// What the job's cgroup counted against its limits (memory.events, pids.events, cpu.stat,
+// where the controllers are); read when the job ends, before its cgroup goes.
+void note_limit_events(self_ptr self) {
   auto& st = self->state;
   if (st.cgroup.empty()) return;
-  const auto n = io::sandbox::cgroups::oom_kills(st.cgroup);
-  if (n) st.oom_kills = std::max(st.oom_kills, *n);
+  const auto e = io::sandbox::cgroups::read_limit_events(st.cgroup);
+  auto& kept = st.limit_events;
+  kept.oom_kill = std::max(kept.oom_kill, e.oom_kill);
+  kept.memory_oom = std::max(kept.memory_oom, e.memory_oom);
+  kept.pids_max = std::max(kept.pids_max, e.pids_max);
+  kept.cpu_throttled = std::max(kept.cpu_throttled, e.cpu_throttled);
 }
 
 job_activity::end_reason end_reason_of(self_ptr self) {
@@ -1473,10 +1478,15 @@ job_activity::end_reason end_reason_of(self_ptr self) {
     default:
       r.by = st.ended_by == job_state::end_cause::deadline  ? "deadline"
              : st.ended_by == job_state::end_cause::terminate ? "terminate"
-             : st.oom_kills > 0                              ? "oom"
-             : r.signal > 0                                  ? "signal"
-                                                             : "exit";
+             // The OOM killer at the job's own memory.max, or the machine's.
+             : st.limit_events.oom_kill > 0 && st.limit_events.memory_oom > 0 ? "limit"
+             : st.limit_events.oom_kill > 0                                   ? "oom"
+             : r.signal > 0                                                   ? "signal"
+                                                                              : "exit";
   }
+  if (st.limit_events.memory_oom > 0) r.limits_hit.emplace_back("memory_bytes");
+  if (st.limit_events.pids_max > 0) r.limits_hit.emplace_back("pids");
+  if (st.limit_events.cpu_throttled > 0) r.limits_hit.emplace_back("cpu");
   return r;
 }
 
@@ -1632,6 +1642,7 @@ job_actor_type::behavior_type job_actor(job_actor_type::stateful_pointer<job_sta
                                         job_settings cfg, job_peers peers, job_row row) {
   auto& st = self->state;
   st.cfg = std::move(cfg);
+  st.limits = st.cfg.job_limits;
   st.peers = std::move(peers);
   st.row = std::move(row);
   st.dir = io::fs::join(st.cfg.state_dir, "jobs/" + st.row.job_id);

@@ -95,11 +95,13 @@ struct job_state {
   // catches up.
   std::uint64_t output_shown_end = 0;
   // Who began the job's end, when this server did (a client's terminate or delete, or the
-  // scope's wall deadline), and the OOM kills its cgroup counted by its end (memory.events):
-  // the activity view says why a finished job ended.
+  // scope's wall deadline), and what its cgroup counted against its limits by its end
+  // (OOM kills, refused forks): the activity view says why a finished job ended.
   enum class end_cause { none, terminate, deadline };
   end_cause ended_by = end_cause::none;
-  std::uint64_t oom_kills = 0;
+  io::sandbox::cgroups::limit_events limit_events;
+  // The values its cgroup is made with: the server's limits narrowed by the run's own.
+  io::sandbox::cgroups::job_limits limits;
   bool streams_told_done = false;
 
   // A store write that failed for a passing reason (disk full...) is retried until it

@@ -155,6 +155,9 @@ caf::result<job_result> admit(self_ptr self, run_request& req) {
   if (st.cfg.scoped_payload.empty())
     if (auto why = check_job_home(st.cfg, spec, spec.home_view); !why.empty())
       return make_job_error(job_errc::validation_error, why);
+  if (auto why = io::sandbox::cgroups::check_run_limits(spec.limits, st.cfg.job_controllers, st.cfg.job_limits);
+      !why.empty())
+    return make_job_error(job_errc::validation_error, why);
   std::string id;
   for (int attempt = 0; attempt < 20 && id.empty(); ++attempt) {
     std::string candidate = random_job_id();

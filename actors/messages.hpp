@@ -32,6 +32,7 @@
 #include "io/fs/unique_fd.hpp"
 #include "io/http/server.hpp"
 #include "io/log/log_line.hpp"
+#include "io/sandbox/cgroups.hpp"
 #include "io/store/jobs_db.hpp"
 
 namespace shellctl::actors {
@@ -145,6 +146,7 @@ struct run_spec {
   std::int64_t rows = 50;
   wait_params wait;
   bool stdin_pipe = false;  // "stdin": "pipe" (stdio jobs): /input writes to the job's stdin
+  io::sandbox::cgroups::run_limits limits;  // "limits": the registry checks them
   // Set by the registry: where this job's output is linked for later jobs of the same
   // HOME (io/fs/home_views.hpp); "" = no view.
   std::string home_view;

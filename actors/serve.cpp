@@ -247,6 +247,7 @@ int serve(const io::config::serve_config& cfg, const io::sandbox::namespace_prob
     }
     js.cgroup_root = root.path;
     js.job_limits = cfg.job_limits;
+    js.job_controllers = io::sandbox::cgroups::enable_job_controllers(root.path);
     if (root.path.empty()) {
       if (cfg.cgroup_root != "none")
         log.say(io::log::level::warn,
@@ -262,6 +263,10 @@ int serve(const io::config::serve_config& cfg, const io::sandbox::namespace_prob
       sandbox_text += ", cgroup " + root.path +
                       (delegate ? (*delegate ? " (nsdelegate)" : " (no nsdelegate)") : "");
       js.runner_policy_env.emplace_back("SHELLCTL_JOB_CGROUP_ROOT", root.path);
+      const auto& c = js.job_controllers;
+      const std::string offered = std::string(c.memory ? " memory" : "") + (c.pids ? " pids" : "") + (c.cpu ? " cpu" : "");
+      sandbox_text += offered.empty() ? ", no per-run limits (the job root has no memory, pids or cpu controller)"
+                                      : ", per-run limits:" + offered;
     }
   }
   if (!worker.on) {
@@ -446,7 +451,7 @@ int serve(const io::config::serve_config& cfg, const io::sandbox::namespace_prob
   const std::string info = server_info_json(
       {SHELLCTL_VERSION, cfg.isolation && abi > 0 ? std::optional<int>(abi) : std::nullopt,
        !js.cgroup_root.empty(), js.cgroup_nsdelegate, api_refuses_jobs,
-       io::proc::oom_score::read_self(), cfg.job_oom_score_adj});
+       io::proc::oom_score::read_self(), cfg.job_oom_score_adj, js.job_controllers, js.job_limits});
   std::string identity;
   if (worker.on) {
     io::json::writer w;

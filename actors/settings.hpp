@@ -30,9 +30,11 @@ struct job_settings {
   // handed to the runner with `tmux new-session -e NAME=value`.
   std::vector<std::pair<std::string, std::string>> runner_policy_env;
   // Whole-tree containment (extensions.md §E5): the job root ("" = none: the process
-  // group and session fallback) and the limits each job cgroup gets.
+  // group and session fallback), the limits each job cgroup gets (a run may ask for less:
+  // they are its ceilings), and the controllers job cgroups have for a run's own limits.
   std::string cgroup_root;
   io::sandbox::cgroups::job_limits job_limits;
+  io::sandbox::cgroups::job_controllers job_controllers;
   // Whether the host mounts the job root's cgroup2 with nsdelegate (said, never relied on).
   std::optional<bool> cgroup_nsdelegate;
   // A native scope's worker (native-scopes.md §4.5, §6): jobs run in the scoped world, so a

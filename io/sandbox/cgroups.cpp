@@ -9,6 +9,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -338,6 +341,119 @@ bool prepare_limits(const std::string& root, const job_limits& limits, std::stri
   return true;
 }
 
+job_controllers enable_job_controllers(const std::string& root) {
+  job_controllers out;
+  if (root.empty()) return out;
+  std::string available;
+  read_file(root + "/cgroup.controllers", available);
+  std::istringstream have(available);
+  std::set<std::string> present;
+  for (std::string c; have >> c;) present.insert(c);
+  auto enable = [&](const char* name) {
+    if (!present.count(name)) return false;
+    std::string enabled;
+    read_file(root + "/cgroup.subtree_control", enabled);
+    std::istringstream on(enabled);
+    for (std::string c; on >> c;)
+      if (c == name) return true;
+    return write_file(root + "/cgroup.subtree_control", std::string("+") + name);
+  };
+  out.memory = enable("memory");
+  out.pids = enable("pids");
+  out.cpu = enable("cpu");
+  return out;
+}
+
+namespace {
+constexpr std::uint64_t kCpuPeriodUs = 100000;
+constexpr std::uint64_t kMinCpuQuotaUs = 1000;            // the kernel's smallest cpu.max quota
+constexpr std::uint64_t kMinMemoryBytes = 1024 * 1024;    // below this a job cannot even exec
+constexpr double kMaxCpus = 4096;
+
+std::uint64_t cpu_quota_us(double cpus) {
+  return static_cast<std::uint64_t>(std::llround(cpus * static_cast<double>(kCpuPeriodUs)));
+}
+
+std::string number_text(double v) {
+  std::ostringstream o;
+  o << v;
+  return o.str();
+}
+}  // namespace
+
+std::optional<std::uint64_t> memory_bytes_of(const std::string& memory_max) {
+  if (memory_max.empty() || memory_max == "max" || !valid_memory_max(memory_max)) return std::nullopt;
+  std::uint64_t scale = 1;
+  std::string digits = memory_max;
+  switch (std::tolower(static_cast<unsigned char>(memory_max.back()))) {
+    case 'k': scale = 1ULL << 10; break;
+    case 'm': scale = 1ULL << 20; break;
+    case 'g': scale = 1ULL << 30; break;
+    case 't': scale = 1ULL << 40; break;
+    default: break;
+  }
+  if (scale != 1) digits.pop_back();
+  return std::strtoull(digits.c_str(), nullptr, 10) * scale;
+}
+
+std::optional<std::uint64_t> pids_of(const std::string& pids_max) {
+  if (pids_max.empty() || pids_max == "max" || !valid_pids_max(pids_max)) return std::nullopt;
+  return std::strtoull(pids_max.c_str(), nullptr, 10);
+}
+
+std::optional<double> cpus_of(const std::string& cpu_max) {
+  if (cpu_max.empty() || !valid_cpu_max(cpu_max)) return std::nullopt;
+  const auto space = cpu_max.find(' ');
+  const std::string quota = cpu_max.substr(0, space);
+  if (quota == "max") return std::nullopt;
+  const double period = space == std::string::npos ? static_cast<double>(kCpuPeriodUs)
+                                                   : std::strtod(cpu_max.c_str() + space + 1, nullptr);
+  return std::strtod(quota.c_str(), nullptr) / period;
+}
+
+std::string check_run_limits(const run_limits& asked, const job_controllers& have,
+                             const job_limits& ceilings) {
+  std::string missing;
+  auto need = [&](bool wanted, bool present, const char* controller) {
+    if (wanted && !present) missing += std::string(missing.empty() ? "" : ", ") + controller;
+  };
+  need(asked.memory_bytes.has_value(), have.memory, "memory");
+  need(asked.pids.has_value(), have.pids, "pids");
+  need(asked.cpu.has_value(), have.cpu, "cpu");
+  if (!missing.empty())
+    return "limits need the cgroup v2 controller(s) " + missing +
+           ", which this server's job cgroups do not have (GET /v1/info: job_limits.available)";
+  if (asked.memory_bytes) {
+    if (*asked.memory_bytes < kMinMemoryBytes)
+      return "limits.memory_bytes must be at least 1048576 (1 MiB)";
+    if (auto ceiling = memory_bytes_of(ceilings.memory_max); ceiling && *asked.memory_bytes > *ceiling)
+      return "limits.memory_bytes " + std::to_string(*asked.memory_bytes) +
+             " is above the server's limit (SHELLCTL_JOB_MEMORY_MAX " + ceilings.memory_max + ")";
+  }
+  if (asked.pids) {
+    if (*asked.pids < 1) return "limits.pids must be at least 1";
+    if (auto ceiling = pids_of(ceilings.pids_max); ceiling && *asked.pids > *ceiling)
+      return "limits.pids " + std::to_string(*asked.pids) +
+             " is above the server's limit (SHELLCTL_JOB_PIDS_MAX " + ceilings.pids_max + ")";
+  }
+  if (asked.cpu) {
+    if (!(*asked.cpu > 0) || *asked.cpu > kMaxCpus || cpu_quota_us(*asked.cpu) < kMinCpuQuotaUs)
+      return "limits.cpu must be between 0.01 and 4096 (CPUs)";
+    if (auto ceiling = cpus_of(ceilings.cpu_max); ceiling && *asked.cpu > *ceiling + 1e-9)
+      return "limits.cpu " + number_text(*asked.cpu) + " is above the server's limit (SHELLCTL_JOB_CPU_MAX " +
+             ceilings.cpu_max + ", " + number_text(*ceiling) + " CPUs)";
+  }
+  return "";
+}
+
+job_limits narrowed(const job_limits& server, const run_limits& asked) {
+  job_limits out = server;
+  if (asked.memory_bytes) out.memory_max = std::to_string(*asked.memory_bytes);
+  if (asked.pids) out.pids_max = std::to_string(*asked.pids);
+  if (asked.cpu) out.cpu_max = std::to_string(cpu_quota_us(*asked.cpu)) + " " + std::to_string(kCpuPeriodUs);
+  return out;
+}
+
 std::string job_path(const std::string& root, const std::string& job_id) {
   return root + "/" + kJobPrefix + job_id;
 }
@@ -465,14 +581,27 @@ std::optional<bool> nsdelegate(const std::string& path) {
   return found;
 }
 
-std::optional<std::uint64_t> oom_kills(const std::string& path) {
-  std::ifstream in(path + "/memory.events");
-  if (!in) return std::nullopt;
-  std::string key;
-  std::uint64_t n = 0;
-  while (in >> key >> n)
-    if (key == "oom_kill") return n;
-  return std::nullopt;
+namespace {
+// The value of `key` in a flat-keyed cgroup file ("key value" lines); 0 when absent.
+std::uint64_t keyed_value(const std::string& file, const std::string& key) {
+  std::string text;
+  if (!read_file(file, text)) return 0;
+  std::istringstream in(text);
+  std::string k;
+  std::uint64_t v = 0;
+  while (in >> k >> v)
+    if (k == key) return v;
+  return 0;
+}
+}  // namespace
+
+limit_events read_limit_events(const std::string& path) {
+  limit_events e;
+  e.oom_kill = keyed_value(path + "/memory.events", "oom_kill");
+  e.memory_oom = keyed_value(path + "/memory.events", "oom");
+  e.pids_max = keyed_value(path + "/pids.events", "max");
+  e.cpu_throttled = keyed_value(path + "/cpu.stat", "nr_throttled");
+  return e;
 }
 
 bool end(const std::string& path, std::chrono::milliseconds bound, std::string& err) {

@@ -36,6 +36,40 @@ struct job_limits {
   bool any() const { return !memory_max.empty() || !pids_max.empty() || !cpu_max.empty(); }
 };
 
+// A run's own limits (POST /v1/jobs/run "limits"; README "Limits per job"): nullopt =
+// not asked for, the server's value (if any) applies.
+struct run_limits {
+  std::optional<std::uint64_t> memory_bytes;  // memory.max
+  std::optional<std::uint64_t> pids;          // pids.max
+  std::optional<double> cpu;                  // CPUs: cpu.max is cpu * 100000 per 100000 us
+  bool any() const { return memory_bytes || pids || cpu; }
+};
+
+// The controllers that job cgroups have (the root's cgroup.subtree_control), among those
+// a run's limits need.
+struct job_controllers {
+  bool memory = false, pids = false, cpu = false;
+};
+
+// Passes each of memory, pids and cpu that the job root has (its cgroup.controllers) on to
+// the job cgroups, and says which are on. A controller the root cannot pass on (the write
+// is refused) is left out: a run that asks for it is refused, never half limited.
+job_controllers enable_job_controllers(const std::string& root);
+
+// Whether a run's limits can be given: each needs its controller, holds the kernel's
+// bounds, and stays within the server's limit (the ceiling). "" when they hold, else the
+// reason, naming the field (the 422's message).
+std::string check_run_limits(const run_limits& asked, const job_controllers& have,
+                             const job_limits& ceilings);
+
+// The job cgroup's values: the run's own where it asked, the server's elsewhere.
+job_limits narrowed(const job_limits& server, const run_limits& asked);
+
+// The server's limits as a run would write them (for /v1/info); nullopt for none / "max".
+std::optional<std::uint64_t> memory_bytes_of(const std::string& memory_max);
+std::optional<std::uint64_t> pids_of(const std::string& pids_max);
+std::optional<double> cpus_of(const std::string& cpu_max);
+
 // Syntax checks for the limit values (the kernel's own rules, so that a typo stops
 // startup instead of failing every job): "max" or bytes with an optional K/M/G/T suffix;
 // "max" or a positive count; "max|quota [period]" in microseconds.
@@ -119,9 +153,18 @@ std::vector<pid_t> subtree_procs(const std::string& path);
 // when no cgroup2 mount holds it.
 std::optional<bool> nsdelegate(const std::string& path);
 
-// The `oom_kill` count of <path>/memory.events (the OOM killer's kills in the cgroup and
-// below); nullopt without the memory controller (no such file) or when unreadable.
-std::optional<std::uint64_t> oom_kills(const std::string& path);
+// What the kernel counted against a cgroup's limits (and below it), read as a job ends:
+// memory.events' `oom_kill` (the OOM killer's kills) and `oom` (its memory.max reached
+// and an allocation about to fail: a kill with it was for the job's own limit, one
+// without it the machine's), pids.events' `max` (forks refused at pids.max) and
+// cpu.stat's `nr_throttled`. 0 where the controller is absent.
+struct limit_events {
+  std::uint64_t oom_kill = 0;
+  std::uint64_t memory_oom = 0;
+  std::uint64_t pids_max = 0;
+  std::uint64_t cpu_throttled = 0;
+};
+limit_events read_limit_events(const std::string& path);
 
 // Ends the cgroup: cgroup.kill, the wait for populated 0 (at most `bound`), rmdir of it
 // and of any child cgroup the job made. A cgroup that does not exist is ended already.

@@ -321,7 +321,7 @@ class JobControl(unittest.TestCase):
         self.assertTrue(a["done"])
         self.assertEqual((a["waiting_for_input"], a["processes"], a["foreground"], a["terminal"]),
                          (False, 0, None, None))
-        self.assertEqual(a["ended"], {"by": "signal", "signal": "KILL"})
+        self.assertEqual(a["ended"], {"by": "signal", "signal": "KILL", "limits_hit": []})
         status, _, body = self.server.request("GET", "/v1/jobs/0123456789abcdef/activity")
         self.assertEqual(status, 404, body)
         status, _, body = self.server.request("GET", f"/v1/jobs/{job}/activity?idle_flush_seconds=-1")
@@ -369,7 +369,7 @@ class JobControl(unittest.TestCase):
     def test_info(self):
         self.assertEqual(self.server.request("GET", "/v1/info", auth=False)[0], 401)
         info = self.server.ok("GET", "/v1/info")
-        self.assertEqual(set(info), {"version", "api", "isolation", "limits"})
+        self.assertEqual(set(info), {"version", "api", "isolation", "limits", "job_limits"})
         self.assertTrue(info["version"])
         self.assertEqual(info["api"], ["jobs", "snapshot", "files", "stream", "resize", "signal",
                                        "activity", "ports"])

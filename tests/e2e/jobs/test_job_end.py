@@ -33,13 +33,13 @@ class JobEnd(unittest.TestCase):
         for mode in ("pty", "stdio"):
             res = self.finished("exit 3", mode=mode)
             self.assertEqual(res["exit_code"], 3)
-            self.assertEqual(self.ended(res["job_id"]), {"by": "exit", "signal": None})
+            self.assertEqual(self.ended(res["job_id"]), {"by": "exit", "signal": None, "limits_hit": []})
 
     def test_a_signal_names_itself_and_the_row_stays_as_it_was(self):
         for mode, sig in (("pty", "TERM"), ("stdio", "KILL"), ("stdio", "SEGV")):
             res = self.finished(f"kill -{sig} $$", mode=mode)
             self.assertEqual((res["status"], res["exit_code"]), ("exited", -1))  # as Go reports it
-            self.assertEqual(self.ended(res["job_id"]), {"by": "signal", "signal": sig})
+            self.assertEqual(self.ended(res["job_id"]), {"by": "signal", "signal": sig, "limits_hit": []})
 
     def test_a_running_job_has_no_end_and_a_terminate_says_so(self):
         res = self.server.ok("POST", "/v1/jobs/run", {"script": "echo armed; sleep 600", "timeout": 0.5})
@@ -56,7 +56,7 @@ class JobEndAcrossRestarts(unittest.TestCase):
             res, _ = server.run_to_completion("kill -USR1 $$", mode="stdio")
             server.restart()
             a = server.ok("GET", f"/v1/jobs/{res['job_id']}/activity")
-            self.assertEqual(a["ended"], {"by": "signal", "signal": "USR1"})
+            self.assertEqual(a["ended"], {"by": "signal", "signal": "USR1", "limits_hit": []})
 
 
 if __name__ == "__main__":

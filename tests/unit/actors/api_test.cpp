@@ -363,10 +363,13 @@ TEST_CASE("the activity document: nulls without a pane, numbers as numbers") {
   CHECK(job_activity_json(a) ==
         R"({"job_id":"0123456789abcdef","status":"running","done":false,"offset":12,"waiting_for_input":false,)"
         R"("idle_seconds":4.2,"foreground":null,"terminal":null,"processes":0,"ended":null})" "\n");
-  a.ended = job_activity::end_reason{"signal", 9};
-  CHECK(job_activity_json(a).find(R"("ended":{"by":"signal","signal":"KILL"}})") != std::string::npos);
-  a.ended = job_activity::end_reason{"exit", 0};
-  CHECK(job_activity_json(a).find(R"("ended":{"by":"exit","signal":null}})") != std::string::npos);
+  a.ended = job_activity::end_reason{"signal", 9, {}};
+  CHECK(job_activity_json(a).find(R"("ended":{"by":"signal","signal":"KILL","limits_hit":[]}})") != std::string::npos);
+  a.ended = job_activity::end_reason{"exit", 0, {}};
+  CHECK(job_activity_json(a).find(R"("ended":{"by":"exit","signal":null,"limits_hit":[]}})") != std::string::npos);
+  a.ended = job_activity::end_reason{"limit", 9, {"memory_bytes", "cpu"}};
+  CHECK(job_activity_json(a).find(R"("ended":{"by":"limit","signal":"KILL","limits_hit":["memory_bytes","cpu"]}})") !=
+        std::string::npos);
   a.ended.reset();
   a.waiting_for_input = true;
   a.foreground = job_activity::foreground_process{7, "sudo"};
@@ -391,15 +394,21 @@ TEST_CASE("GET /v1/info is answered by the front with the document it was given,
 }
 
 TEST_CASE("the /v1/info document: every field of E7, nothing this build does not serve") {
-  CHECK(server_info_json({"1.2.3", 7, false, std::nullopt, false, std::nullopt, 0}) ==
+  const shellctl::io::sandbox::cgroups::job_controllers none{}, all{true, true, true};
+  CHECK(server_info_json({"1.2.3", 7, false, std::nullopt, false, std::nullopt, 0, none, {}}) ==
         R"({"version":"1.2.3","api":["jobs","snapshot","files","stream","resize","signal","activity","ports"],)"
         R"("isolation":{"landlock_abi":7,"cgroup":"none","cgroup_nsdelegate":null,"api_refuses_jobs":false,)"
         R"("oom_score_adj":{"server":null,"jobs":0}},)"
-        R"("limits":{"timeout_max":600,"output_limit_max":524288}})" "\n");
-  CHECK(server_info_json({"1.2.3", 7, true, true, true, -800, 800})
+        R"("limits":{"timeout_max":600,"output_limit_max":524288},)"
+        R"("job_limits":{"available":[],"ceilings":{"memory_bytes":null,"pids":null,"cpu":null}}})" "\n");
+  CHECK(server_info_json({"1.2.3", 7, true, true, true, -800, 800, none, {}})
             .find(R"("oom_score_adj":{"server":-800,"jobs":800})") != std::string::npos);
-  CHECK(server_info_json({"1.2.3", std::nullopt, true, false, true, std::nullopt, 0})
+  CHECK(server_info_json({"1.2.3", std::nullopt, true, false, true, std::nullopt, 0, none, {}})
             .find(R"("landlock_abi":null,"cgroup":"v2","cgroup_nsdelegate":false)") != std::string::npos);
-  CHECK(server_info_json({"1.2.3", std::nullopt, true, true, true, std::nullopt, 0}).find(R"("cgroup_nsdelegate":true)") !=
-        std::string::npos);
+  CHECK(server_info_json({"1.2.3", std::nullopt, true, true, true, std::nullopt, 0, none, {}})
+            .find(R"("cgroup_nsdelegate":true)") != std::string::npos);
+  // What a run may ask for, and the server's limits as its ceilings.
+  CHECK(server_info_json({"1.2.3", 7, true, true, true, -800, 800, all, {"1G", "max", "50000 100000"}})
+            .find(R"("job_limits":{"available":["memory_bytes","pids","cpu"],)"
+                  R"("ceilings":{"memory_bytes":1073741824,"pids":null,"cpu":0.50}})") != std::string::npos);
 }

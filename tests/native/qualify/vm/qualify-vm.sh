@@ -19,7 +19,8 @@
 #    unit's effective properties, the MainPID's cgroup, AppArmor label and Seccomp mode, the
 #    unit root's cgroup.procs), restarts the unit with a scope and a job retained, and runs
 #    the `integration-native-test` suite (tests/native/qualify) with the canary and a network
-#    target, then powers off. Its output is the guest's serial console, printed here; this
+#    target, then the job-limits cases that need cgroup controllers (tests/e2e/jobs/
+#    test_job_limits.py --enforced, against the installed shellctl), then powers off. Its output is the guest's serial console, printed here; this
 #    script exits with the suite's exit code (1 when anything is missing or failed).
 #
 # Needs root, /dev/kvm (else TCG, slowly) and Debian's mmdebstrap, qemu-system-x86 and
@@ -95,6 +96,7 @@ chown -R 0:0 "$root/srv/dify-native"
 qdir="$root/usr/local/share/dify-native-qualify"
 install -d "$qdir"
 install -m 0644 "$SOURCE/tests/native/qualify/integration_native_test.py" "$HERE/echo_server.py" "$qdir/"
+install -m 0644 "$SOURCE/tests/support/harness.py" "$SOURCE/tests/e2e/jobs/test_job_limits.py" "$qdir/"
 install -m 0755 "$HERE/guest-qualify.sh" "$root/usr/local/libexec/dify-native-qualify"
 cat > "$root/etc/dify-native/qualify.env" <<ENV
 DIFY_AGENT_LOCAL_NATIVE_TEST_ENDPOINT=http://127.0.0.1:8766

@@ -154,6 +154,61 @@ TEST_CASE("limit syntax") {
   CHECK_FALSE(cg::valid_cpu_max("1 2 3"));
 }
 
+TEST_CASE("a run's limits: controllers, kernel bounds and the server's ceilings") {
+  const cg::job_controllers all{true, true, true}, none{};
+  cg::run_limits asked;
+  asked.memory_bytes = 64ULL << 20;
+  asked.pids = 16;
+  asked.cpu = 0.5;
+  CHECK(cg::check_run_limits(asked, all, {}) == "");
+  CHECK(cg::check_run_limits({}, none, {}) == "");  // nothing asked: nothing needed
+  const auto missing = cg::check_run_limits(asked, none, {});
+  CHECK(missing.find("memory, pids, cpu") != std::string::npos);
+  cg::run_limits only_pids;
+  only_pids.pids = 4;
+  CHECK(cg::check_run_limits(only_pids, cg::job_controllers{true, false, true}, {}).find("controller(s) pids,") !=
+        std::string::npos);
+
+  cg::run_limits tiny;
+  tiny.memory_bytes = 4096;
+  CHECK(cg::check_run_limits(tiny, all, {}).find("at least 1048576") != std::string::npos);
+  cg::run_limits slow;
+  slow.cpu = 0.001;  // a quota under the kernel's 1000 us
+  CHECK(cg::check_run_limits(slow, all, {}).find("limits.cpu") != std::string::npos);
+
+  const cg::job_limits ceilings{"128M", "64", "100000 100000"};
+  CHECK(cg::check_run_limits(asked, all, ceilings) == "");
+  cg::run_limits big = asked;
+  big.memory_bytes = 129ULL << 20;
+  CHECK(cg::check_run_limits(big, all, ceilings).find("SHELLCTL_JOB_MEMORY_MAX 128M") != std::string::npos);
+  big = asked;
+  big.pids = 65;
+  CHECK(cg::check_run_limits(big, all, ceilings).find("SHELLCTL_JOB_PIDS_MAX") != std::string::npos);
+  big = asked;
+  big.cpu = 1.01;
+  CHECK(cg::check_run_limits(big, all, ceilings).find("SHELLCTL_JOB_CPU_MAX") != std::string::npos);
+  big.cpu = 1.0;  // equal is within
+  CHECK(cg::check_run_limits(big, all, ceilings) == "");
+}
+
+TEST_CASE("the job cgroup's values: the run's own, else the server's") {
+  const cg::job_limits server{"128M", "64", ""};
+  cg::run_limits asked;
+  CHECK(cg::narrowed(server, asked).memory_max == "128M");
+  asked.memory_bytes = 1048576;
+  asked.cpu = 0.25;
+  const auto v = cg::narrowed(server, asked);
+  CHECK(v.memory_max == "1048576");
+  CHECK(v.pids_max == "64");
+  CHECK(v.cpu_max == "25000 100000");
+  CHECK(cg::memory_bytes_of("2G") == (2ULL << 30));
+  CHECK(cg::memory_bytes_of("max") == std::nullopt);
+  CHECK(cg::pids_of("64") == 64u);
+  CHECK(cg::cpus_of("50000 100000") == doctest::Approx(0.5));
+  CHECK(cg::cpus_of("200000") == doctest::Approx(2.0));
+  CHECK(cg::cpus_of("max 100000") == std::nullopt);
+}
+
 namespace {
 // True while `pid` exists and is not a zombie (a zombie has exited: only its entry is left).
 bool running(pid_t pid) {
