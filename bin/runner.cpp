@@ -9,16 +9,16 @@
 #include <string>
 #include <vector>
 
-#include "io/sandbox/policy.hpp"
+#include "io/policy/policy.hpp"
 
 namespace proc = shellctl::io::proc;
-namespace sandbox = shellctl::io::sandbox;
+namespace policy = shellctl::io::policy;
 
 namespace {
 
 int child_main(const std::vector<std::string>& args) {
   std::string err;
-  const auto parsed = sandbox::parse_exec_args(args, err);
+  const auto parsed = policy::parse_exec_args(args, err);
   if (!parsed) {
     std::fprintf(stderr,
                  "shellctl: usage: shellctl-runner --exec [--landlock] <script> <cwd>: %s\n",

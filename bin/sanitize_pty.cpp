@@ -12,7 +12,7 @@
 #include <string_view>
 
 #include "io/fs/files.hpp"
-#include "io/native/output_budget.hpp"
+#include "io/native/worker/output_budget.hpp"
 #include "io/pty/sanitizer.hpp"
 #include "io/text/go_flags.hpp"
 

@@ -6,9 +6,9 @@
 #include <cstring>
 #include <string_view>
 
-#include "actors/native_supervisor.hpp"
-#include "actors/native_worker.hpp"
-#include "actors/serve.hpp"
+#include "actors/wiring/native_supervisor.hpp"
+#include "actors/wiring/native_worker.hpp"
+#include "actors/wiring/serve.hpp"
 #include "io/config/serve_config.hpp"
 #include "io/sandbox/namespaces.hpp"
 

@@ -74,7 +74,7 @@ struct serve_config {
     std::int64_t deadline_epoch = 0;
     std::string image_root = "/";
     // The scope's network targets by index ("host", port), and the broker's socket: with
-    // any, the worker's proxy listens on 127.0.0.1:3128 (actors/worker_proxy.hpp).
+    // any, the worker's proxy listens on 127.0.0.1:3128 (actors/native/network/worker_proxy.hpp).
     std::vector<std::pair<std::string, std::uint16_t>> proxy_targets;
     std::string broker_socket;
     // The runner's scoped settings (SHELLCTL_NATIVE_JOB_*, io/proc/runner.hpp).

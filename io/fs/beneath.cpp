@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -32,6 +33,31 @@ int open_beneath(int root, const std::string& rel, int flags, mode_t mode) {
 
 int open_beneath_no_symlinks(int root, const std::string& rel, int flags) {
   return open_how_beneath(root, rel, flags, 0, RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS);
+}
+
+int dirs_beneath(int root, const std::string& rel, mode_t mode) {
+  int fd = ::fcntl(root, F_DUPFD_CLOEXEC, 0);
+  std::size_t start = 0;
+  while (fd >= 0 && start < rel.size()) {
+    std::size_t slash = rel.find('/', start);
+    if (slash == std::string::npos) slash = rel.size();
+    const std::string part = rel.substr(start, slash - start);
+    start = slash + 1;
+    if (part.empty() || part == ".") continue;
+    if (::mkdirat(fd, part.c_str(), mode) != 0 && errno != EEXIST) {
+      const int e = errno;
+      ::close(fd);
+      errno = e;
+      return -1;
+    }
+    // Beneath the current level: a symlinked component that leads out is refused.
+    const int next = open_beneath(fd, part, O_PATH | O_DIRECTORY, 0);
+    const int e = errno;
+    ::close(fd);
+    errno = e;
+    fd = next;
+  }
+  return fd;
 }
 
 }  // namespace shellctl::io::fs

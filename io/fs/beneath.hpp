@@ -1,8 +1,8 @@
 #pragma once
 // The one kernel-confined open: openat2 with RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS, so
 // `..`, absolute names, symlinks that lead out and /proc magic links are refused by the
-// kernel however a path combines them (EXDEV, ELOOP). Used by the snapshot and agent
-// archives (io/archive) and the file API's roots (io/fs/file_roots.hpp).
+// kernel however a path combines them (EXDEV, ELOOP). Used by the snapshot archives
+// (io/archive), dify-agent's (bin/dify-agent) and the file API's roots (io/fs/file_roots.hpp).
 #include <sys/types.h>
 
 #include <string>
@@ -15,5 +15,10 @@ int open_beneath(int root, const std::string& rel, int flags, mode_t mode = 0);
 // The same, and no symlink at all on the way (RESOLVE_NO_SYMLINKS: ELOOP): the native
 // supervisor's refs (native-scopes.md §4.3), which name files only by their real path.
 int open_beneath_no_symlinks(int root, const std::string& rel, int flags);
+
+// Creates each missing directory of `rel` (mode `mode`) beneath root and returns an O_PATH
+// descriptor of the deepest; -1 with errno on failure. "" gives a copy of root. Each level
+// is opened beneath the one before, so a symlinked component that leads out is refused.
+int dirs_beneath(int root, const std::string& rel, mode_t mode);
 
 }  // namespace shellctl::io::fs

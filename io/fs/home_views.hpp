@@ -12,7 +12,7 @@
 
 namespace shellctl::io::fs {
 
-// Links <job output.log> into `view_dir` (io/sandbox/path_rules.hpp: home_view_dir) as
+// Links <job output.log> into `view_dir` (io/policy/path_rules.hpp: home_view_dir) as
 // jobs/<job_id>/output.log. False with `err` (the job then simply has no view entry).
 bool link_into_home_view(const std::string& view_dir, const std::string& job_id,
                          const std::string& output_log, std::string& err);

@@ -18,7 +18,7 @@ inline constexpr const char* pipe_ready = ".pipe-ready";      // the sanitizer i
 inline constexpr const char* pipe_drained = ".pipe-drained";  // it read everything
 inline constexpr const char* pipe_failed = ".pipe-failed";    // it stopped with an error
 inline constexpr const char* pipe_end = ".pipe-end";          // it read the runner's end marker
-// A native scope's job spent its output budget (io/native/output_budget.hpp).
+// A native scope's job spent its output budget (io/native/worker/output_budget.hpp).
 inline constexpr const char* output_overflow = ".output-overflow";
 inline constexpr const char* pipe_errors = "pipe-error.log";
 // A PTY job's unfinished last line (a prompt), as the sanitizer holds it while the pane is

@@ -1,6 +1,6 @@
 #pragma once
 // SHA-256 of a byte stream (OpenSSL's EVP), as lowercase hex: an upload's digest, computed
-// by the server as it writes the bytes (actors/file_op.cpp).
+// by the server as it writes the bytes (actors/files/file_op.cpp).
 #include <memory>
 #include <string>
 #include <string_view>

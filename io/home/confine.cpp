@@ -9,7 +9,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "io/proc/job_world.hpp"
+#include "io/world/job_world.hpp"
 #include "io/sandbox/capabilities.hpp"
 #include "io/sandbox/landlock.hpp"
 #include "io/sandbox/namespaces.hpp"
@@ -18,8 +18,8 @@
 namespace shellctl::io::home {
 namespace {
 
-sandbox::path_policy landlock_policy(const confine_spec& spec) {
-  sandbox::path_policy p;
+policy::path_policy landlock_policy(const confine_spec& spec) {
+  policy::path_policy p;
   p.isolation = true;
   p.rw_dirs = spec.rw_dirs;
   p.ro_dirs = spec.ro_dirs;
@@ -85,7 +85,7 @@ int run_confined(const confine_spec& spec, const std::vector<int>& keep,
     char go = 0;
     if (::read(sync[0], &go, 1) != 1) ::_exit(kSetupFailed);
     ::close(sync[0]);
-    proc::world_spec w;
+    world::world_spec w;
     w.own_root = true;
     w.policy.isolation = true;
     w.policy.ro_dirs = spec.ro_dirs;
@@ -94,7 +94,7 @@ int run_confined(const confine_spec& spec, const std::vector<int>& keep,
     w.root_mount = spec.root_mount;
     w.home = spec.home;
     w.cwd = spec.home;
-    if (!proc::build_world(w, err)) {
+    if (!world::build_world(w, err)) {
       report("sandbox: " + err);
       ::_exit(kSetupFailed);
     }

@@ -5,7 +5,7 @@
 //
 //   * its own mount and PID namespaces (and a user namespace when the server is not root),
 //     PID 1 of them, killed with its parent (PR_SET_PDEATHSIG);
-//   * a job's own-root world (io/proc/job_world.hpp): a fresh tmpfs root holding only the
+//   * a job's own-root world (io/world/job_world.hpp): a fresh tmpfs root holding only the
 //     read-only system trees, Home and the trees the operation may write, with the state
 //     dir replaced by an empty read-only tmpfs wherever it lies (inside Home too, under
 //     any name) and every directory between Home and it pinned;

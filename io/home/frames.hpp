@@ -5,7 +5,7 @@
 // first byte). Both calls work on blocking and non-blocking sockets alike (they poll) and
 // end by their deadline, so a peer that stops answering never holds the caller.
 //
-// The file worker's doorbell (actors/home_files.cpp) is a frame too: an empty one whose
+// The file worker's doorbell (actors/files/home_files.cpp) is a frame too: an empty one whose
 // descriptor is the worker's end of a new channel.
 #include <chrono>
 #include <cstddef>

@@ -1,8 +1,8 @@
 #pragma once
 // The server's operational log on stderr (issue: operations logs): one line per event, as
 // text for a terminal or as one JSON object per line for a collector. The request log
-// (io/http/access_log.hpp), job lifecycle events (actors/event_log.hpp) and the startup and
-// warning lines (actors/serve.cpp) are all written through here, so every line of a JSON
+// (io/http/access_log.hpp), job lifecycle events (actors/services/event_log.hpp) and the startup and
+// warning lines (actors/wiring/serve.cpp) are all written through here, so every line of a JSON
 // log parses and carries time, level and msg.
 #include <cstdint>
 #include <string>

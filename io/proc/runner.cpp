@@ -23,21 +23,21 @@
 #include <functional>
 #include <string_view>
 
-#include "io/native/output_budget.hpp"
+#include "io/native/worker/output_budget.hpp"
 #include "io/proc/gate_latch.hpp"
 #include "io/proc/job_env.hpp"
 #include "io/proc/job_init.hpp"
-#include "io/proc/job_world.hpp"
+#include "io/world/job_world.hpp"
 #include "io/proc/oom_score.hpp"
 #include "io/proc/runner_inotify.hpp"
-#include "io/proc/scoped_world.hpp"
+#include "io/world/scoped_world.hpp"
 #include "io/proc/stdin_pipe.hpp"
 #include "io/sandbox/capabilities.hpp"
 #include "io/proc/job_processes.hpp"
 #include "io/sandbox/cgroups.hpp"
 #include "io/sandbox/landlock.hpp"
 #include "io/sandbox/namespaces.hpp"
-#include "io/sandbox/path_rules.hpp"
+#include "io/policy/path_rules.hpp"
 #include "io/sandbox/rlimits.hpp"
 #include "io/sandbox/seccomp.hpp"
 #include "io/text/clock.hpp"
@@ -162,8 +162,8 @@ int prepare_home(const sandbox_settings& sb, std::string& home_out) {
     return kExitSetupFailed;
   }
   if (!sb.policy.isolation) {
-    if (!sb.state_dir.empty() && home[0] == '/' && sandbox::is_within(home, sb.state_dir))
-      return refuse_home(sandbox::home_verdict_text(sandbox::home_verdict::inside_state, home));
+    if (!sb.state_dir.empty() && home[0] == '/' && policy::is_within(home, sb.state_dir))
+      return refuse_home(policy::home_verdict_text(policy::home_verdict::inside_state, home));
     std::string err;
     if (!io::fs::make_dirs(home, 0700, err)) {
       child_diag("create HOME " + home, err);
@@ -173,15 +173,15 @@ int prepare_home(const sandbox_settings& sb, std::string& home_out) {
     return 0;
   }
   if (home[0] != '/')
-    return refuse_home(sandbox::home_verdict_text(sandbox::home_verdict::relative, home));
-  const auto canonical = sandbox::canonical_prospective(home);
+    return refuse_home(policy::home_verdict_text(policy::home_verdict::relative, home));
+  const auto canonical = policy::canonical_prospective(home);
   if (!canonical) {
     child_diag("create HOME " + home, "not a directory");
     return kExitSetupFailed;
   }
-  auto verdict = sandbox::check_home(*canonical, sb.state_dir, sb.server_home);
-  if (verdict != sandbox::home_verdict::ok)
-    return refuse_home(sandbox::home_verdict_text(verdict, *canonical));
+  auto verdict = policy::check_home(*canonical, sb.state_dir, sb.server_home);
+  if (verdict != policy::home_verdict::ok)
+    return refuse_home(policy::home_verdict_text(verdict, *canonical));
   std::string err;
   if (!make_home_dirs(*canonical, err)) {
     child_diag("create HOME " + home, err);
@@ -192,9 +192,9 @@ int prepare_home(const sandbox_settings& sb, std::string& home_out) {
     child_diag("resolve HOME " + home, errno_text(errno));
     return kExitSetupFailed;
   }
-  verdict = sandbox::check_home(buf, sb.state_dir, sb.server_home);
-  if (verdict != sandbox::home_verdict::ok)
-    return refuse_home(sandbox::home_verdict_text(verdict, buf));
+  verdict = policy::check_home(buf, sb.state_dir, sb.server_home);
+  if (verdict != policy::home_verdict::ok)
+    return refuse_home(policy::home_verdict_text(verdict, buf));
   home_out = buf;
   return 0;
 }
@@ -209,7 +209,7 @@ int plan_child(const std::string& script, const std::string& cwd, const sandbox_
   }
   char buf[PATH_MAX];
   plan.cwd_canonical = ::getcwd(buf, sizeof buf) != nullptr ? buf : cwd;
-  plan.cwd_granted = sandbox::cwd_gets_grant(plan.cwd_canonical, sb.state_dir);
+  plan.cwd_granted = policy::cwd_gets_grant(plan.cwd_canonical, sb.state_dir);
   if (const int rc = prepare_home(sb, plan.home); rc != 0) return rc;
   {
     char magic[2] = {0, 0};
@@ -261,7 +261,7 @@ int exec_child(const child_plan& plan, const std::string& chdir_to, const sandbo
   return kExitExecFailed;
 }
 
-sandbox_step landlock_step(const sandbox::path_policy& policy, const child_plan& plan,
+sandbox_step landlock_step(const policy::path_policy& policy, const child_plan& plan,
                            const std::string& job_dir) {
   return [&policy, &plan, job_dir](std::string& err) {
     if (!sandbox::apply_landlock(policy, plan.home, plan.cwd_granted ? plan.cwd_canonical : "",
@@ -276,7 +276,7 @@ sandbox_step landlock_step(const sandbox::path_policy& policy, const child_plan&
 // The job's process inside its namespaces: capabilities cut, no_new_privs, Landlock (with
 // isolation), seccomp. Order matters: Landlock and seccomp need no_new_privs, and the
 // filter comes last so that it never stands in the way of the steps before it.
-sandbox_step namespaced_step(const sandbox_settings& sb, const sandbox::path_policy& policy,
+sandbox_step namespaced_step(const sandbox_settings& sb, const policy::path_policy& policy,
                              const child_plan& plan, const std::string& job_dir) {
   auto landlock = landlock_step(policy, plan, job_dir);
   return [&sb, landlock](std::string& err) {
@@ -329,7 +329,7 @@ int init_role(const parent_options& opts, const std::string& script, int status_
   child_plan plan;
   if (const int rc = plan_child(script, opts.cwd, sb, plan); rc != 0) return rc;
   char buf[PATH_MAX];
-  world_spec w;
+  world::world_spec w;
   w.own_root = sb.policy.isolation;
   w.policy = sb.policy;
   w.state_dir = sb.state_dir;
@@ -338,19 +338,19 @@ int init_role(const parent_options& opts, const std::string& script, int status_
   w.cwd = plan.cwd_canonical;
   w.cwd_granted = plan.cwd_granted;
   if (!sb.state_dir.empty() && !plan.home.empty())
-    w.home_view = sandbox::home_view_dir(sb.state_dir, plan.home);
+    w.home_view = policy::home_view_dir(sb.state_dir, plan.home);
   w.own_cgroup = !sb.cgroup_root.empty();  // the namespace above is rooted at the job's cgroup
   std::string err;
   if (w.own_root && w.home.empty()) {
     diag("sandbox", "no HOME to grant");
     return kExitSetupFailed;
   }
-  if (!build_world(w, err)) {
+  if (!world::build_world(w, err)) {
     diag("sandbox", err);
     return kExitSetupFailed;
   }
   // The same-HOME outputs are readable: Landlock must let them through too (G7).
-  sandbox::path_policy policy = sb.policy;
+  policy::path_policy policy = sb.policy;
   if (!w.home_view.empty()) policy.ro_dirs.push_back(sb.state_dir + "/jobs");
   const std::string job_dir = w.job_dir;
   const std::string chdir_to = w.own_root ? plan.cwd_canonical : plan.cwd;
@@ -375,14 +375,14 @@ sandbox_step scoped_step(const scoped_settings& sc) {
       err = "sandbox: set no_new_privs: " + errno_text(errno);
       return false;
     }
-    sandbox::path_policy policy;
+    policy::path_policy policy;
     policy.isolation = true;
-    policy.rw_dirs = {kScopedWorkspace, kScopedTmp, "/dev/pts"};
+    policy.rw_dirs = {world::kScopedWorkspace, world::kScopedTmp, "/dev/pts"};
     // Read and execute beneath "/": the root is the scoped world itself (the image trees,
     // /inputs, /run/job, /proc, /dev), nothing of the host but the image is in it.
     policy.ro_dirs = {"/"};
-    for (const char* d : kScopedDevices) policy.rw_files.push_back(std::string("/dev/") + d);
-    if (!sandbox::apply_landlock(policy, kScopedHome, "", kScopedScriptDir, err)) {
+    for (const char* d : world::kScopedDevices) policy.rw_files.push_back(std::string("/dev/") + d);
+    if (!sandbox::apply_landlock(policy, world::kScopedHome, "", world::kScopedScriptDir, err)) {
       err = "landlock: " + err;
       return false;
     }
@@ -408,20 +408,20 @@ int scoped_init_role(const parent_options& opts, const std::string& script, int 
     return kExitSetupFailed;
   }
   char buf[PATH_MAX];
-  scoped_world_spec w;
+  world::scoped_world_spec w;
   w.image_root = sc.image_root;
   w.payload = sc.payload;
   w.inputs = sc.inputs;
   w.script = script;
   w.script_bytes = sc.script_bytes;
   w.mount_point = ::realpath(opts.job_dir.c_str(), buf) != nullptr ? buf : absolute(opts.job_dir);
-  if (!build_scoped_world(w, err)) {
+  if (!world::build_scoped_world(w, err)) {
     diag("sandbox", err);
     return kExitSetupFailed;
   }
   // Inside the new root: HOME is the scope's, whatever the request said (§4.5), and so are
   // the proxy variables when the scope has targets (its only way out, §7).
-  ::setenv("HOME", kScopedHome, 1);
+  ::setenv("HOME", world::kScopedHome, 1);
   if (!sc.proxy.empty())
     for (const char* name : {"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"})
       ::setenv(name, sc.proxy.c_str(), 1);
@@ -430,7 +430,7 @@ int scoped_init_role(const parent_options& opts, const std::string& script, int 
   sandbox_settings inside;
   inside.policy.isolation = false;
   child_plan plan;
-  if (const int rc = plan_child(kScopedScript, opts.cwd, inside, plan); rc != 0) return rc;
+  if (const int rc = plan_child(world::kScopedScript, opts.cwd, inside, plan); rc != 0) return rc;
   // A native scope's job ends whole with its script: a scope has no cgroup of ours to keep
   // what a job leaves running, and the next job of the scope must start from nothing.
   return start_as_init(plan, plan.cwd, scoped_step(sc), status_fd, false);
@@ -640,7 +640,7 @@ class child_process {
 
     capture streams[2] = {{"stdout", out_pipe[0], out_file}, {"stderr", err_pipe[0], err_file}};
     // A native scope's job: every byte of stdout and stderr is reserved in the scope's
-    // output budget before it is written (io/native/output_budget.hpp). Past it, what fits
+    // output budget before it is written (io/native/worker/output_budget.hpp). Past it, what fits
     // is written, the overflow marker made and the job's whole namespace killed at once.
     io::native::output_budget budget;
     bool overflowed = false;
@@ -1025,7 +1025,7 @@ bool look_path(const std::string& name, std::string& resolved) {
 
 sandbox_settings sandbox_from_env(const char* (*get)(const char*)) {
   sandbox_settings sb;
-  sb.policy = sandbox::policy_from_env([get](const char* name) { return get(name); });
+  sb.policy = policy::policy_from_env([get](const char* name) { return get(name); });
   const char* ns = get("SHELLCTL_JOB_NAMESPACES");
   sb.namespaces = ns == nullptr || std::string_view(ns) != "off";
   char buf[PATH_MAX];
@@ -1085,7 +1085,7 @@ sandbox_settings sandbox_from_env(const char* (*get)(const char*)) {
 }
 
 int run_exec_role(const std::string& script, const std::string& cwd,
-                  const sandbox::path_policy& policy) {
+                  const policy::path_policy& policy) {
   parent_options opts;
   opts.cwd = cwd;
   opts.job_dir = io::fs::parent_of(absolute(script));

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "io/sandbox/policy.hpp"
+#include "io/policy/policy.hpp"
 #include "io/store/job_status.hpp"
 
 namespace shellctl::io::proc {
@@ -42,7 +42,7 @@ struct scoped_settings {
   std::uint64_t script_bytes = 0;
   std::uint64_t open_files = 0;
   std::uint64_t file_bytes = 0;
-  // The output budget (stdio jobs; io/native/output_budget.hpp): `<helper> native-budget
+  // The output budget (stdio jobs; io/native/worker/output_budget.hpp): `<helper> native-budget
   // --db <db>` (SHELLCTL_NATIVE_JOB_BUDGET_HELPER, _BUDGET_DB; both required).
   std::string budget_helper;
   std::string budget_db;
@@ -54,7 +54,7 @@ struct scoped_settings {
 };
 
 struct sandbox_settings {
-  sandbox::path_policy policy;  // policy.isolation: path isolation (Landlock + own root)
+  policy::path_policy policy;  // policy.isolation: path isolation (Landlock + own root)
   // New mount and PID namespaces (SHELLCTL_JOB_NAMESPACES is not "off"). Required with
   // isolation (its absence fails the job with 125); best effort without.
   bool namespaces = true;
@@ -95,7 +95,7 @@ int run_parent(const parent_options& opts);
 // chdir (111), HOME (125), argv (127), Landlock when `policy.isolation` (125), execve
 // (126), without namespaces. Only returns on failure, with the code to exit with.
 int run_exec_role(const std::string& script, const std::string& cwd,
-                  const sandbox::path_policy& policy);
+                  const policy::path_policy& policy);
 
 // exec.LookPath: a name containing '/' is checked as is, else searched in PATH.
 bool look_path(const std::string& name, std::string& resolved);

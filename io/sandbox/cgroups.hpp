@@ -168,7 +168,7 @@ limit_events read_limit_events(const std::string& path);
 
 // Ends the cgroup: cgroup.kill, the wait for populated 0 (at most `bound`), rmdir of it
 // and of any child cgroup the job made. A cgroup that does not exist is ended already.
-// Blocking: for a detached actor (actors/cgroup_reaper.hpp). False with err.
+// Blocking: for a detached actor (actors/services/cgroup_reaper.hpp). False with err.
 bool end(const std::string& path, std::chrono::milliseconds bound, std::string& err);
 
 }  // namespace shellctl::io::sandbox::cgroups

@@ -112,7 +112,7 @@ int landlock_abi() {
   return static_cast<int>(v);
 }
 
-bool apply_landlock(const path_policy& policy, const std::string& home, const std::string& cwd,
+bool apply_landlock(const policy::path_policy& policy, const std::string& home, const std::string& cwd,
                     const std::string& job_dir, std::string& err) {
   const int abi = landlock_abi();
   if (abi < 0) {

@@ -5,7 +5,7 @@
 // script.
 #include <string>
 
-#include "io/sandbox/policy.hpp"
+#include "io/policy/policy.hpp"
 
 namespace shellctl::io::sandbox {
 
@@ -19,7 +19,7 @@ int landlock_abi();
 // and, where the kernel has ABI 6, scopes signals and abstract Unix sockets to the domain.
 // `cwd` is "" when the job's cwd gets no grant (path_rules.hpp). Sets no_new_privs.
 // False with `err` (a one-line reason) on any failure.
-bool apply_landlock(const path_policy& policy, const std::string& home, const std::string& cwd,
+bool apply_landlock(const policy::path_policy& policy, const std::string& home, const std::string& cwd,
                     const std::string& job_dir, std::string& err);
 
 }  // namespace shellctl::io::sandbox

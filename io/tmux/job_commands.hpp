@@ -30,7 +30,7 @@ std::optional<long> pane_pid_of(const std::vector<std::string>& new_session_outp
 struct pipe_settings {
   std::string sanitizer;  // shellctl-sanitize-pty
   std::string end_nonce;  // the runner's end marker (empty: no handshake)
-  // A native scope's worker: the output budget (io/native/output_budget.hpp); "" = none.
+  // A native scope's worker: the output budget (io/native/worker/output_budget.hpp); "" = none.
   std::string budget_helper;
   std::string budget_db;
 };

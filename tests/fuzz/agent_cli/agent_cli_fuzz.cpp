@@ -16,13 +16,13 @@
 #include <string>
 #include <vector>
 
-#include "io/agent_cli/cli.hpp"
-#include "io/agent_cli/environment.hpp"
-#include "io/agent_cli/stub_client.hpp"
-#include "io/archive/agent_home.hpp"
+#include "bin/dify-agent/cli.hpp"
+#include "bin/dify-agent/environment.hpp"
+#include "bin/dify-agent/stub_client.hpp"
+#include "bin/dify-agent/agent_home.hpp"
 #include "tests/fuzz/support/sandboxed_home.hpp"
 
-namespace cli = shellctl::io::agent_cli;
+namespace cli = shellctl::dify_agent;
 namespace archive = shellctl::io::archive;
 
 namespace {
@@ -42,7 +42,7 @@ void init_once() {
 void extract(const std::string& stream) {
   const std::string home = shellctl::fuzz::fresh_home();
   std::size_t at = 0;
-  (void)archive::extract_agent_home(home, [&](char* buf, std::size_t cap) -> std::ptrdiff_t {
+  (void)dify_agent::extract_agent_home(home, [&](char* buf, std::size_t cap) -> std::ptrdiff_t {
     const std::size_t n = std::min(cap, stream.size() - at);
     std::memcpy(buf, stream.data() + at, n);
     at += n;

@@ -11,11 +11,11 @@
 #include <string_view>
 #include <vector>
 
-#include "actors/api_files.hpp"
-#include "actors/api_front.hpp"
-#include "actors/api_requests.hpp"
-#include "actors/api_views.hpp"
-#include "actors/routes.hpp"
+#include "actors/edge/file_requests.hpp"
+#include "actors/edge/front.hpp"
+#include "actors/edge/requests.hpp"
+#include "actors/edge/views.hpp"
+#include "actors/protocol/routes.hpp"
 #include "io/http/request_parser.hpp"
 #include "io/http/server.hpp"
 #include "io/http/wire.hpp"

@@ -16,12 +16,12 @@
 #include <string>
 #include <string_view>
 
-#include "actors/native_routes.hpp"
-#include "io/native/net_address.hpp"
-#include "io/native/proxy_request.hpp"
-#include "io/native/scope_fields.hpp"
-#include "io/native/scope_request.hpp"
-#include "io/native/scope_token.hpp"
+#include "actors/native/routes.hpp"
+#include "io/native/net/net_address.hpp"
+#include "io/native/net/proxy_request.hpp"
+#include "io/native/scope/scope_fields.hpp"
+#include "io/native/scope/scope_request.hpp"
+#include "io/native/scope/scope_token.hpp"
 #include "io/text/base64url.hpp"
 
 namespace native = shellctl::io::native;

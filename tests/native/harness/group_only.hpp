@@ -9,7 +9,7 @@
 #include <memory>
 #include <string>
 
-#include "io/native/scope_cgroups.hpp"
+#include "io/native/scope/scope_cgroups.hpp"
 
 namespace shellctl::tests::native {
 

@@ -1,5 +1,5 @@
 // shellctl-native-harness: the native test supervisor on this host's cgroup2, for the
-// component tier (native-scopes.md §9). The real scope service (actors/native_supervisor)
+// component tier (native-scopes.md §9). The real scope service (actors/wiring/native_supervisor)
 // with the group_only cgroup backend and the host checks this host can pass; those it
 // cannot (uid when run as root, seccomp, apparmor, the cgroup checks) are listed as
 // unenforced on stderr, and the capability document names no cgroup controller.
@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-#include "actors/native_supervisor.hpp"
+#include "actors/wiring/native_supervisor.hpp"
 #include "tests/native/harness/group_only.hpp"
 
 extern char** environ;

@@ -19,12 +19,12 @@
 #include <string>
 #include <vector>
 
-#include "actors/cgroup_reaper.hpp"
-#include "actors/cleanup_worker.hpp"
-#include "actors/event_log.hpp"
-#include "actors/job_registry.hpp"
-#include "actors/job_store.hpp"
-#include "actors/metrics_registry.hpp"
+#include "actors/services/cgroup_reaper.hpp"
+#include "actors/services/cleanup_worker.hpp"
+#include "actors/services/event_log.hpp"
+#include "actors/jobs/job_registry.hpp"
+#include "actors/services/job_store.hpp"
+#include "actors/metrics/metrics_registry.hpp"
 #include "io/fs/files.hpp"
 
 namespace shellctl::test {

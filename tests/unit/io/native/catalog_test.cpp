@@ -10,7 +10,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "io/native/catalog.hpp"
+#include "io/native/scope/catalog.hpp"
 
 namespace native = shellctl::io::native;
 using native::scope_state;

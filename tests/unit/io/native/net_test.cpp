@@ -10,9 +10,9 @@
 #include <cstdlib>
 #include <string>
 
-#include "io/native/catalog.hpp"
-#include "io/native/net_address.hpp"
-#include "io/native/proxy_request.hpp"
+#include "io/native/scope/catalog.hpp"
+#include "io/native/net/net_address.hpp"
+#include "io/native/net/proxy_request.hpp"
 
 namespace native = shellctl::io::native;
 

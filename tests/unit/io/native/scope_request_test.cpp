@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "io/native/scope_request.hpp"
+#include "io/native/scope/scope_request.hpp"
 
 namespace native = shellctl::io::native;
 

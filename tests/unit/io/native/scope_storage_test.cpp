@@ -23,7 +23,7 @@
 #include <sstream>
 #include <string>
 
-#include "io/native/scope_storage.hpp"
+#include "io/native/scope/scope_storage.hpp"
 
 namespace native = shellctl::io::native;
 

@@ -4,8 +4,8 @@
 
 #include <string>
 
-#include "io/native/scope_fields.hpp"
-#include "io/native/scope_token.hpp"
+#include "io/native/scope/scope_fields.hpp"
+#include "io/native/scope/scope_token.hpp"
 
 namespace native = shellctl::io::native;
 

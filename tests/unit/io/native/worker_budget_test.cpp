@@ -12,7 +12,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "io/native/worker_budget.hpp"
+#include "io/native/worker/worker_budget.hpp"
 #include "io/store/jobs_db.hpp"
 
 namespace native = shellctl::io::native;

@@ -21,8 +21,8 @@
 #include <sstream>
 #include <string>
 
-#include "io/native/worker_setup.hpp"
-#include "io/native/worker_spawn.hpp"
+#include "io/native/worker/worker_setup.hpp"
+#include "io/native/worker/worker_spawn.hpp"
 #include "io/sandbox/cgroups.hpp"
 
 namespace native = shellctl::io::native;

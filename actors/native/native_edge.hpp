@@ -1,0 +1,33 @@
+#pragma once
+// The native test supervisor's HTTP edge (native-scopes.md §4): the loop thread's check of
+// every request (route, bearer: front_check), and native_edge, which turns the rest into
+// scope_registry requests and their answers into JSON. Refusals carry the spec's code in
+// the ordinary error envelope; each code's status is in one table here.
+#include <memory>
+#include <string>
+#include <variant>
+
+#include "actors/edge/front.hpp"
+#include "actors/native/interfaces.hpp"
+#include "actors/native/routes.hpp"
+#include "actors/native/scope_actor.hpp"
+
+namespace shellctl::actors {
+
+// The status of a refusal's code (scope_not_found 404, scope_destroyed 410, ...).
+int native_status(const std::string& code);
+io::http::response native_error_response(const native_error& e);
+
+// Loop thread, before the body: an answer (/healthz; then 401 without the bearer; then
+// 404/405; capabilities), or the match to hand to native_edge.
+std::variant<io::http::response, native_match> check_at_native_front(
+    const io::http::request& req, const std::string& token, const std::string& capabilities);
+
+// The view of §4.3 as JSON.
+std::string scope_view_json(const scope_view& v);
+
+native_edge_actor::behavior_type native_edge(native_edge_actor::pointer self,
+                                             std::shared_ptr<const supervisor_settings> cfg,
+                                             scope_registry_actor registry);
+
+}  // namespace shellctl::actors
