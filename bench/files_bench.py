@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""File API benchmark (extensions.md §E1), side by side in one run:
+"""File API benchmark (docs/api.md "Files"), side by side in one run:
 
   * download MB/s of one large file (1 GiB; 256 MiB with --quick): `curl` from
     `GET /v1/files/content` next to `curl` from nginx serving the same file (sendfile on);

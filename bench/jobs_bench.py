@@ -21,7 +21,7 @@
                    sandbox at all (SHELLCTL_ENABLE_PATH_ISOLATION=false,
                    SHELLCTL_JOB_NAMESPACES=off, the original's unsandboxed jobs)
   containment      RunEcho p50 with each job in a cgroup of its own (the detected root,
-                   extensions.md §E5) and without (--cgroup-root none), interleaved with
+                   docs/jobs.md "Containment") and without (--cgroup-root none), interleaved with
                    the tmux floor: both as ratios to the floor, and what containment adds
 
   --compare DIR    instead of the above: RunEcho of another build (DIR holds its shellctl

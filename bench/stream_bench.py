@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Live output stream latency (extensions.md §E2; figures printed, nothing asserted).
+"""Live output stream latency (docs/api.md "Live output stream"; figures printed, nothing asserted).
 
 A stdio job writes a line holding the wall time every 20 ms. Three readers follow it at
 once, side by side in one run:

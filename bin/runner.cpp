@@ -1,4 +1,4 @@
-// shellctl-runner: started by tmux for every job (runtime.md §4, §5).
+// shellctl-runner: started by tmux for every job (docs/jobs.md "Starting a job").
 //   parent: shellctl-runner <job_dir> <job_id> <cwd> [pty|stdio]
 //   child : shellctl-runner --exec [--landlock] [--rw CSV] [--ro CSV] [--dev CSV] [--]
 //           <script> <cwd>      (by hand only: Landlock without namespaces)

@@ -1,5 +1,6 @@
 // shellctl-runner-exit: records a job's exit in SQLite from the PTY pipe finalizer
-// (runtime.md §3.3, §8.3 helper variant, §10.3). Flags use Go's flag syntax.
+// (docs/layout.md "The binaries"; the helper's variant of the exit recording, which overwrites
+// ended_at). Flags use Go's flag syntax.
 #include <cstdint>
 #include <cstdio>
 #include <exception>

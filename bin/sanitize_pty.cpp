@@ -1,5 +1,5 @@
 // shellctl-sanitize-pty: stdin -> stdout terminal-output filter run by `tmux pipe-pane`
-// (runtime.md §10.4, §11).
+// (docs/layout.md "The binaries", docs/jobs.md "The output pipe").
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -220,11 +220,11 @@ int main(int argc, char** argv) {
     ::close(fd);
   }
 
-  // The markers the Go server's pipe shell writes after the sanitizer (runtime.md §3.3),
-  // written here when asked: shellctl serve execs the sanitizer as the whole pipe program,
-  // so no shell stays resident per job to write them. The drained marker is written while
-  // stdout is still open (everything is written by then); the stdout's close, which the
-  // server watches (IN_CLOSE_WRITE on output.log), comes after it.
+  // The markers the Go server's pipe shell writes after the sanitizer
+  // (docs/jobs.md "The output pipe"), written here when asked: shellctl serve execs the
+  // sanitizer as the whole pipe program, so no shell stays resident per job to write them. The
+  // drained marker is written while stdout is still open (everything is written by then); the
+  // stdout's close, which the server watches (IN_CLOSE_WRITE on output.log), comes after it.
   shellctl::io::native::output_budget budget;
   if (!budget_db.empty()) {
     std::string err;

@@ -43,7 +43,7 @@ void scrub_token(int argc, char** argv, char** envp) {
 
 int main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);  // a vanished peer is an error return, not a death
-  // A native scope's worker, started by its supervisor (native-scopes.md §5).
+  // A native scope's worker, started by its supervisor (docs/native-scopes.md "The scope worker").
   if (argc >= 2 && std::string_view(argv[1]) == "native-worker")
     return shellctl::actors::native_worker_main(argc - 1, argv + 1);
   if (argc >= 2 && std::string_view(argv[1]) == "native-budget")

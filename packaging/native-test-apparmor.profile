@@ -1,8 +1,9 @@
-# AppArmor profile of the native test supervisor (native-scopes.md S9, S26, §8). The unit
-# sets AppArmorProfile=dify-native-test-supervisor; the supervisor's `apparmor` check requires
-# /proc/self/attr/apparmor/current to read "dify-native-test-supervisor (enforce)". Everything
-# it starts — its scope workers (itself, re-exec'd), tmux, the runner and every job — inherits
-# this profile (ix): a job never runs unconfined.
+# AppArmor profile of the native test supervisor (docs/native-scopes.md "Deployment files"; S9,
+# S26). The unit sets AppArmorProfile=dify-native-test-supervisor; the supervisor's `apparmor`
+# check requires /proc/self/attr/apparmor/current to read
+# "dify-native-test-supervisor (enforce)". Everything it starts — its scope workers (itself,
+# re-exec'd), tmux, the runner and every job — inherits this profile (ix): a job never runs
+# unconfined.
 #
 # Load (as root): apparmor_parser -r /etc/apparmor.d/dify-native-test-supervisor
 # Ubuntu 24.04 restricts unprivileged user namespaces: the `userns,` rule its parser needs

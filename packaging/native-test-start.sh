@@ -1,7 +1,7 @@
 #!/bin/sh
-# The native test supervisor's start script (native-scopes.md §8, S27-S28), installed as
-# /usr/local/libexec/dify-native-start and run by dify-native.service as the dedicated
-# unprivileged user. Before it writes any cgroup control it checks, in this order, and
+# The native test supervisor's start script (docs/native-scopes.md "Deployment files", S27-S28),
+# installed as /usr/local/libexec/dify-native-start and run by dify-native.service as the
+# dedicated unprivileged user. Before it writes any cgroup control it checks, in this order, and
 # refuses (exit 1, one line on stderr) on the first failure:
 #   1. not root;
 #   2. the installed systemd is >= 254 (DelegateSubgroup=);

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Writes the native supervisor's systemd unit from its template with SystemCallFilter=
-generated from the OCI seccomp JSON (native-scopes.md §8): the allowlist is kept in one place.
+generated from the OCI seccomp JSON (docs/native-scopes.md "Deployment files"): the allowlist
+is kept in one place.
 Usage: native-unit.py TEMPLATE SECCOMP_JSON OUTPUT"""
 import json
 import sys

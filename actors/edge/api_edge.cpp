@@ -133,7 +133,8 @@ void ask_snapshot(self_ptr self, const snapshot_gate_actor& gate, std::chrono::n
                   http_call& call) {
   const io::http::responder resp = call.resp;
   if (call.route.id == route::snapshot_save) {
-    // Order of snapshot.md §4.1: a bad body is 400 even while another snapshot runs.
+    // The order of the save's checks (docs/snapshots.md "Save"): a bad body is 400 even
+    // while another snapshot runs.
     auto decoded = decode_snapshot_excludes(call.req.body);
     if (auto* err = std::get_if<job_error_view>(&decoded)) {
       resp.send(error_response(*err));
@@ -146,7 +147,7 @@ void ask_snapshot(self_ptr self, const snapshot_gate_actor& gate, std::chrono::n
               if (s.ok)
                 resp.end_stream(snapshot_trailers(s));
               else
-                resp.abort();  // bytes were sent: no clean end, no ok trailer (§4.8)
+                resp.abort();  // sent: no clean end or ok trailer (docs/snapshots.md "Trailers")
             },
             [resp](caf::error& e) {
               // Before the first byte: the error itself; once streaming, only a cut.
@@ -190,7 +191,8 @@ void ask_metrics(self_ptr self, const metrics_registry_actor& metrics, const io:
           });
 }
 
-// A scope worker's counters (native-scopes.md §5): what its supervisor shows as `usage`.
+// A scope worker's counters (docs/native-scopes.md "The scope worker"): what its supervisor
+// shows as `usage`.
 void ask_usage(self_ptr self, const job_registry_actor& registry, const io::http::responder& resp) {
   self->request(registry, margin, store_usage{})
       .then(

@@ -32,8 +32,9 @@ bool flag(const std::optional<std::string>& v, const char* name, bool otherwise 
   refuse(std::string(name) + " must be true or false");
 }
 
-// An octal permission string ("0644", "755"); setuid and setgid are refused (E1: files are
-// created with the server's uid; a set-id bit would hand a job the server's identity).
+// An octal permission string ("0644", "755"); setuid and setgid are refused (docs/api.md
+// "Files": files are created with the server's uid; a set-id bit would hand a job the server's
+// identity).
 unsigned mode_value(const std::string& s, const char* name) {
   if (s.empty() || s.size() > 5 || s.find_first_not_of("01234567") != std::string::npos)
     refuse(std::string(name) + " must be an octal mode such as 0644");

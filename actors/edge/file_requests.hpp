@@ -1,5 +1,5 @@
 #pragma once
-// The file API at the edge (extensions.md §E1): HTTP requests → file requests, file answers →
+// The file API at the edge (docs/api.md "Files"): HTTP requests → file requests, file answers →
 // HTTP. Pure (no actor, no I/O), so the HTTP fuzzer drives it with arbitrary bytes; the
 // file work itself is a file_op's (actors/files/file_op.hpp).
 #include <cstdint>
@@ -21,7 +21,7 @@ using decoded_file_request =
 // `route` is one of the file routes. A write's body stays in `req` (the edge hands it on).
 decoded_file_request decode_file_request(const io::http::request& req, route r);
 
-// The part of a file a GET sends, from its one `Range: bytes=…` header (RFC 9110 §14):
+// The part of a file a GET sends, from its one `Range: bytes=…` header (RFC 9110, section 14):
 // a header that is absent, malformed, multi-range or of another unit is ignored (the whole
 // file, 200); a range that starts at or beyond the end is unsatisfiable (416).
 struct byte_span {

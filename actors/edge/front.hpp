@@ -19,9 +19,9 @@ using front_verdict = std::variant<io::http::response, route_match>;
 front_verdict check_at_front(const io::http::request& req, const std::string& token,
                              const std::string& info = "{}");
 
-// A native scope worker's front (native-scopes.md §5): bearer (the worker control token)
-// first, then only the ordinary job routes and GET /v1/worker/identity (answered with
-// `identity`); every other path, /v1/snapshot, /v1/files and /v1/info included, is 404.
+// A native scope worker's front (docs/native-scopes.md "The scope worker"): bearer (the worker
+// control token) first, then only the ordinary job routes and GET /v1/worker/identity (answered
+// with `identity`); every other path, /v1/snapshot, /v1/files and /v1/info included, is 404.
 front_verdict check_at_worker_front(const io::http::request& req, const std::string& token,
                                     const std::string& identity);
 

@@ -10,8 +10,8 @@ namespace shellctl::actors {
 
 namespace {
 
-// The shared objects of http-api.md §4 and the request bodies of §5–§7. Field sets are the
-// original's exactly (its Python client rejects extra fields).
+// The shared response objects and the request bodies of the job routes (docs/api.md "Jobs").
+// Field sets are the original's exactly (its Python client rejects extra fields).
 const char* components = R"({
   "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
   "schemas": {

@@ -50,14 +50,14 @@ std::uint64_t read_offset(const io::json::object& o) {
 }
 
 // The long-poll fields shared by run, wait and input, with each route's defaults as the
-// original has them (http-api.md §5): run and input wait 30 s when no timeout is given,
+// original has them (docs/api.md "Long-polls"): run and input wait 30 s when no timeout is given,
 // wait then checks once; run replaces any idle_flush_seconds <= 0 by 0.5, the others only
 // 0. Read in the order offset, timeout, output_limit, idle_flush_seconds.
 struct wait_rules {
   bool has_offset;
   bool timeout_defaults_to_30;
   bool negative_idle_is_default;
-  bool may_return_on_input_wait;  // extensions.md §E6: /wait and /input
+  bool may_return_on_input_wait;  // docs/api.md "Prompts": /wait and /input
 };
 constexpr wait_rules run_rules{false, true, true, false};
 constexpr wait_rules wait_route_rules{true, false, false, true};
@@ -220,7 +220,7 @@ input_request decode_input(const std::string& body) {
   return in;
 }
 
-// extensions.md §E4: {"signal": "INT"}: a name with or without SIG (any case), or its
+// docs/api.md "Job control": {"signal": "INT"}: a name with or without SIG (any case), or its
 // number as an integer or a string of digits; only the signals of job_signals.
 signal_request decode_signal(const std::string& body) {
   auto o = parse_body(body);

@@ -23,7 +23,7 @@ using decoded_request =
                  input_request, terminate_request, signal_request, resize_request, activity_request,
                  delete_request, list_request>;
 
-// The signals POST /v1/jobs/{id}/signal may send (extensions.md §E4), by name without SIG.
+// The signals POST /v1/jobs/{id}/signal may send (docs/api.md "Job control"), by name without SIG.
 const std::vector<std::pair<std::string_view, int>>& job_signals();
 // "INT", "SIGINT", "sigint", "2": the signal's number, if it is one of job_signals().
 std::optional<int> parse_job_signal(std::string_view given);
@@ -31,12 +31,12 @@ std::optional<int> parse_job_signal(std::string_view given);
 // `route` is the front's match for `req` (a job route, never healthz or a snapshot).
 decoded_request decode_request(const io::http::request& req, const route_match& route);
 
-// GET /v1/jobs/{id}/stream (extensions.md §E2): where the stream starts. Last-Event-ID (an
-// EventSource reconnecting sends its last id, which is the offset after that event) wins
-// over ?offset=N; neither means 0. Anything but a non-negative integer is 400.
+// GET /v1/jobs/{id}/stream (docs/api.md "Live output stream"): where the stream starts.
+// Last-Event-ID (an EventSource reconnecting sends its last id, which is the offset after that
+// event) wins over ?offset=N; neither means 0. Anything but a non-negative integer is 400.
 std::variant<job_error_view, std::uint64_t> decode_stream_offset(const io::http::request& req);
 
-// The body of POST /v1/snapshot/save (snapshot.md §4.1): optional {"excludes": [...]};
+// The body of POST /v1/snapshot/save (docs/snapshots.md "Save"): optional {"excludes": [...]};
 // only its first 64 KiB are read, and only the first JSON value; empty means none.
 std::variant<job_error_view, std::vector<std::string>> decode_snapshot_excludes(
     const std::string& body);

@@ -1,5 +1,5 @@
 #pragma once
-// Domain answers → HTTP: the JSON bodies of the API (http-api.md §4) with their exact
+// Domain answers → HTTP: the JSON bodies of the API (docs/api.md "Jobs") with their exact
 // field sets and order (decision D3 for exit codes), and job_errc errors as the API's
 // status and error body. Pure functions, used by the api_edge actor and the front.
 #include <cstdint>
@@ -21,19 +21,20 @@ std::string job_deleted_json(const job_deleted& d);
 // A native scope worker's GET /v1/worker/usage: {"input_bytes","output_bytes","jobs_admitted"}.
 std::string worker_usage_json(const io::native::budget_usage& u);
 // {"job_id","status","done","offset","waiting_for_input","idle_seconds","foreground",
-//  "terminal","processes"} (extensions.md §E6); foreground and terminal null without a pane.
+//  "terminal","processes"} (docs/api.md "Job control"); foreground and terminal null without
+//  a pane.
 std::string job_activity_json(const job_activity& a);
 std::string job_ports_json(const job_ports& p);
-// {"entries":N,"bytes_written":M} (snapshot.md §5.5).
+// {"entries":N,"bytes_written":M} (docs/snapshots.md "Restore").
 std::string snapshot_restored_json(const snapshot_restored& r);
-// The trailers that say a save succeeded (snapshot.md §4.7: a pinned wire contract).
+// The trailers that say a save succeeded (docs/snapshots.md "Trailers": a pinned wire contract).
 std::vector<io::http::header> snapshot_trailers(const snapshot_saved& s);
 
-// GET /v1/info (extensions.md §E7): what this server can do, fixed for its lifetime.
+// GET /v1/info (docs/api.md "Info"): what this server can do, fixed for its lifetime.
 struct server_info {
   std::string version;
   std::optional<int> landlock_abi;  // the ABI jobs are confined with; none: no path isolation
-  bool cgroups = false;             // per-job cgroup v2 containment (§E5)
+  bool cgroups = false;             // per-job cgroup v2 containment (docs/jobs.md "Containment")
   std::optional<bool> nsdelegate;   // the host's cgroup2 mount option; none: no containment
   bool api_refuses_jobs = false;    // jobs' connections to the API are told apart and refused
   // The OOM score adjustments in force (io/proc/oom_score.hpp): the server's own (its tmux

@@ -1,5 +1,5 @@
 #pragma once
-// file_op: one file API request (extensions.md §E1) on a thread of its own, spawned
+// file_op: one file API request (docs/api.md "Files") on a thread of its own, spawned
 // detached by the api_edge for that request. It never touches Home or a granted tree
 // itself: it asks home_files for a channel to the confined file worker (io/home/helper.hpp)
 // and sends the request there. What comes back is a domain value or error, and for a

@@ -139,7 +139,7 @@ caf::result<job_result> admit(self_ptr self, run_request& req) {
   if (auto repeat = answer_repeat(self, req)) return std::move(*repeat);
   auto& spec = req.spec;
   // cwd: absent/empty means the server's HOME; relative paths resolve against the
-  // server's working directory; cleaned, symlinks kept (http-api.md §5.1). Control
+  // server's working directory; cleaned, symlinks kept (docs/api.md "Jobs"). Control
   // characters never reach tmux or a shell (G3).
   std::string given = spec.cwd.empty() ? st.cfg.default_cwd : spec.cwd;
   if (io::policy::has_control_chars(given))
@@ -187,7 +187,7 @@ caf::result<job_result> admit(self_ptr self, run_request& req) {
 }
 
 // GET /v1/jobs: the job actors report their (materialized) state, newest first; the
-// answer keeps that order, applies the status filter, then the limit (http-api.md §5.6).
+// answer keeps that order, applies the status filter, then the limit (docs/api.md "Jobs").
 // Only as many actors are asked as the answer can still use — a window of the remaining
 // limit (at least 16), then the next window if jobs vanished meanwhile or the filter left
 // room — so a list costs O(limit), not O(jobs), however many idle jobs there are.
@@ -266,10 +266,10 @@ void remove_orphan_dirs(self_ptr self, const std::vector<job_row>& rows) {
   io::fs::prune_home_views(self->state.cfg.state_dir, known);
 }
 
-// E5: a job cgroup under our root whose job has no row (a delete that a crash cut short
-// between the row's removal and the cgroup's) holds nothing any API call can reach: it is
-// killed and removed. A job with a row ends its own cgroup (its actor decides, at
-// recovery, whether the job still runs).
+// A job cgroup (docs/jobs.md "Containment") under our root whose job has no row (a delete that a
+// crash cut short between the row's removal and the cgroup's) holds nothing any API call can reach:
+// it is killed and removed. A job with a row ends its own cgroup (its actor decides, at recovery,
+// whether the job still runs).
 void end_orphan_cgroups(self_ptr self, const std::vector<job_row>& rows) {
   const auto& root = self->state.cfg.cgroup_root;
   if (root.empty()) return;

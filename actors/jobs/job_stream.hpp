@@ -1,6 +1,6 @@
 #pragma once
-// job_stream: one per GET /v1/jobs/{id}/stream (extensions.md §E2). It owns the answer to
-// that request, a text/event-stream, and the read position in the job's output.log. Its
+// job_stream: one per GET /v1/jobs/{id}/stream (docs/api.md "Live output stream"). It owns the
+// answer to that request, a text/event-stream, and the read position in the job's output.log. Its
 // job_actor tells it what the output is now (output_progress: the size, and once final
 // how the job ended); it reads the log only as fast as the connection drains (at most
 // `max_in_flight` bytes written and not yet acknowledged by the socket), so a reader that

@@ -1,5 +1,5 @@
 #pragma once
-// metrics_registry: the one owner of the counters behind GET /metrics (extensions.md §E7).
+// metrics_registry: the one owner of the counters behind GET /metrics (docs/api.md "Metrics").
 // The HTTP loop, the job actors, the snapshot gate and the retention GC tell it what
 // happened (fire-and-forget events, actors/protocol/messages.hpp); a scrape gets a copy of the
 // counters with what is read at that moment: the database's rows per status and mode

@@ -1,9 +1,9 @@
 #pragma once
-// native_catalog: the supervisor catalog's only writer (native-scopes.md §2, §5), on its own
-// thread (detached) because every commit waits for the disk (synchronous=FULL). Scope
-// actors commit each state before they act on it (§4.4); the registry reads tombstones
-// and, at startup, the retained scopes. A catalog error is answered as such: the asker
-// decides (a scope whose state cannot be committed is not acted on).
+// native_catalog: the supervisor catalog's only writer
+// (docs/native-scopes.md "The scope service"), on its own thread (detached) because every commit
+// waits for the disk (synchronous=FULL). Scope actors commit each state before they act on it;
+// the registry reads tombstones and, at startup, the retained scopes. A catalog error is answered
+// as such: the asker decides (a scope whose state cannot be committed is not acted on).
 #include <memory>
 
 #include "actors/native/interfaces.hpp"

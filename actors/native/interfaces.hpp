@@ -1,7 +1,7 @@
 #pragma once
-// The native test supervisor's actors (native-scopes.md §2) and the typed messages between
-// them. Nothing here knows HTTP: the edge (actors/native/native_edge.hpp) turns requests into these
-// messages and answers into JSON.
+// The native test supervisor's actors (docs/native-scopes.md "The scope service") and the typed
+// messages between them. Nothing here knows HTTP: the edge (actors/native/native_edge.hpp) turns
+// requests into these messages and answers into JSON.
 //
 //   loop ─native_call→ native_edge ─create/inspect/destroy/scoped_job→ scope_registry
 //   scope_registry ─(checks scope and generation)→ scope_actor (one per generation)
@@ -27,7 +27,7 @@ namespace shellctl::actors {
 
 // ---------------------------------------------------------------- domain values
 
-// A refusal, by the spec's code (the edge knows each code's status) and a message.
+// A refusal, by its documented error code (the edge knows each code's status) and a message.
 struct native_error {
   std::string code;
   std::string message;
@@ -44,7 +44,7 @@ struct scope_transport {
   std::string expires_at;   // the scope's deadline
 };
 
-// What create and inspect answer (§4.3 "View").
+// What create and inspect answer (the scope's view, docs/native-scopes.md "The scope service").
 struct scope_view {
   io::native::scope_record record;
   std::vector<io::native::pinned_target> targets;  // with their pinned addresses
@@ -86,7 +86,7 @@ struct create_scope {
   io::native::create_request req;
 };
 // Inspect, destroy and scoped jobs name the scope and send X-Scope-Generation (as sent:
-// the registry checks it after the scope, §4.1's order).
+// the registry checks it after the scope, in the documented order of checks).
 struct inspect_scope {
   std::string scope_id;
   std::optional<std::string> generation;
@@ -116,7 +116,7 @@ struct native_shutdown {};
 
 // ---------------------------------------------------------------- scope_actor
 
-// Create, §4.3 steps 3-4: the refs opened beneath their roots and the targets resolved and
+// Create, first steps: the refs opened beneath their roots and the targets resolved and
 // pinned (both held by the actor for scope_begin). Then the registry checks capacity.
 struct scope_prepare {
   io::native::create_request req;
@@ -124,10 +124,10 @@ struct scope_prepare {
 struct scope_prepared {
   std::optional<native_error> error;
 };
-struct scope_begin {  // create: steps 6-7, after scope_prepare and the capacity check
+struct scope_begin {  // create: commit, worker, `ready`; after scope_prepare and the capacity check
   io::native::create_request req;
 };
-struct scope_adopt {  // a retained row after a restart (§5 "Reattach")
+struct scope_adopt {  // a retained row after a restart (reattach)
   io::native::scope_record record;
 };
 struct scope_inspect {};
@@ -179,7 +179,7 @@ struct catalog_found {
   std::optional<io::native::tombstone> tomb;
 };
 struct catalog_retained {};
-// The network budget (§7): a connection unit per dial, bytes reserved before each read.
+// The network budget (S22): a connection unit per dial, bytes reserved before each read.
 struct catalog_net_dial {
   std::string scope_id;
 };

@@ -48,7 +48,7 @@ io::http::response native_error_response(const native_error& e) {
 
 std::variant<io::http::response, native_match> check_at_native_front(
     const io::http::request& req, const std::string& token, const std::string& capabilities) {
-  // §4.1's order: the bearer first (only /healthz needs none), then the route.
+  // The documented order of checks: the bearer first (only /healthz needs none), then the route.
   auto m = match_native(req.method, req.path);
   if (m.result == route_match::kind::found && m.id == native_route::healthz)
     return json_response(200, "{\"status\":\"ok\"}\n");

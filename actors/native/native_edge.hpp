@@ -1,8 +1,9 @@
 #pragma once
-// The native test supervisor's HTTP edge (native-scopes.md §4): the loop thread's check of
-// every request (route, bearer: front_check), and native_edge, which turns the rest into
-// scope_registry requests and their answers into JSON. Refusals carry the spec's code in
-// the ordinary error envelope; each code's status is in one table here.
+// The native test supervisor's HTTP edge (docs/native-scopes.md "The scope service"): the loop
+// thread's check of every request (route, bearer: front_check), and native_edge, which turns
+// the rest into scope_registry requests and their answers into JSON. Refusals carry their
+// documented error code in the ordinary error envelope; each code's status is in one table
+// here.
 #include <memory>
 #include <string>
 #include <variant>
@@ -23,7 +24,7 @@ io::http::response native_error_response(const native_error& e);
 std::variant<io::http::response, native_match> check_at_native_front(
     const io::http::request& req, const std::string& token, const std::string& capabilities);
 
-// The view of §4.3 as JSON.
+// A scope's view (what create and inspect answer) as JSON.
 std::string scope_view_json(const scope_view& v);
 
 native_edge_actor::behavior_type native_edge(native_edge_actor::pointer self,

@@ -1,7 +1,8 @@
 #pragma once
-// The native test supervisor's route table (native-scopes.md §4.1) as a pure function, for
-// the front, its unit test and the HTTP fuzzer. Scoped jobs are the eight ordinary job
-// routes (http-api.md §3) under the scope, as S1 names them: /v1/test-scopes/{scope_id}/jobs/...
+// The native test supervisor's route table (docs/native-scopes.md "The scope service") as a
+// pure function, for the front, its unit test and the HTTP fuzzer. Scoped jobs are the eight
+// ordinary job routes (docs/api.md "Routes") under the scope, as S1 names them:
+// /v1/test-scopes/{scope_id}/jobs/...
 // is the scope worker's /v1/jobs/... (a client appends "/jobs/..." to the scope's
 // `transport.base_path`). Every other path is 404 not_found (D11; /v1/jobs and /v1/snapshot
 // included), a known path with the wrong method 405.

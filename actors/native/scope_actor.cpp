@@ -93,8 +93,8 @@ native::worker_answer ask_worker(self_ptr self, const cfg_ptr& cfg, const std::s
   return native::call_worker(c);
 }
 
-// Whether the worker we hold is alive and is who the catalog says (§4.4: pidfd, then an
-// identity call authenticated with the control token). Reaps a dead child.
+// Whether the worker we hold is alive and is who the catalog says (pidfd, then an identity
+// call authenticated with the control token). Reaps a dead child.
 bool worker_answers(self_ptr self, const cfg_ptr& cfg, std::string& why) {
   auto& st = self->state;
   if (st.pidfd < 0) {
@@ -197,7 +197,7 @@ bool commit(self_ptr self, const native_catalog_actor& catalog,
   return true;
 }
 
-// The refs, opened beneath their roots without following any symlink (§4.3 step 3).
+// The refs, opened beneath their roots without following any symlink (S3).
 std::optional<native_error> resolve_refs(const cfg_ptr& cfg, const native::create_request& req,
                                          native::worker_setup& setup, fd_guard& fds) {
   const int base_root = ::open(cfg->base_root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -226,7 +226,7 @@ std::optional<native_error> resolve_refs(const cfg_ptr& cfg, const native::creat
   return std::nullopt;
 }
 
-// The targets, resolved once and pinned (§4.3 step 4, §7): each must keep an address.
+// The targets, resolved once and pinned (S22): each must keep an address.
 std::optional<native_error> pin_targets(const cfg_ptr& cfg, const native::create_request& req,
                                         native::scope_network& net) {
   net = {};
@@ -278,7 +278,8 @@ void stop_broker(self_ptr self) {
   st.broker = caf::actor{};
 }
 
-// The worker: host directory, clone3 into the worker cgroup, setup, ready (§5 "Spawn").
+// The worker: host directory, clone3 into the worker cgroup, setup, ready (docs/native-scopes.md
+// "The scope worker").
 // The identity goes into the actor's record. "" or why not.
 std::string start_worker(self_ptr self, const cfg_ptr& cfg, native::worker_setup& setup) {
   auto& st = self->state;
@@ -322,7 +323,7 @@ std::string start_worker(self_ptr self, const cfg_ptr& cfg, native::worker_setup
   return "";
 }
 
-// Ends everything of the scope and removes its storage (§4.4 DELETE), from `destroying`:
+// Ends everything of the scope and removes its storage (DELETE, S24), from `destroying`:
 // the tombstone, or `quarantined` with the reason. Answers the registry's caller.
 scope_gone end_scope(self_ptr self, const cfg_ptr& cfg, const native_catalog_actor& catalog,
                      const scope_registry_actor& registry, const std::string& reason) {
@@ -383,7 +384,7 @@ scope_actor_type::behavior_type scope_actor(self_ptr self, cfg_ptr cfg, native_c
                                             scope_registry_actor registry) {
   return {
       [=](scope_prepare& m) -> scope_prepared {
-        // §4.3 steps 3-4: refs opened beneath their roots, targets pinned. Held for begin.
+        // Create's first steps: refs opened beneath their roots, targets pinned. Held for begin.
         auto& st = self->state;
         const auto& req = m.req;
         scope_prepared out;
@@ -470,7 +471,7 @@ scope_actor_type::behavior_type scope_actor(self_ptr self, cfg_ptr cfg, native_c
         return out;
       },
       [=](scope_adopt& m) -> scope_answer {
-        // §5 "Reattach": the same boot, a pidfd for the pid, the same start time, the pid in
+        // Reattach (S11): the same boot, a pidfd for the pid, the same start time, the pid in
         // the scope's worker cgroup, and an identity call that authenticates and matches.
         auto& st = self->state;
         st.record = m.record;
@@ -586,7 +587,7 @@ scope_actor_type::behavior_type scope_actor(self_ptr self, cfg_ptr cfg, native_c
         }
       },
       [=](scope_deadline&) {
-        // The deadline destroys the scope as DELETE would (§4.4); a failure quarantines it.
+        // The deadline destroys the scope as DELETE would; a failure quarantines it.
         end_scope(self, cfg, catalog, registry, "deadline");
       },
       [=](scope_worker_unreachable&) {

@@ -1,13 +1,13 @@
 #pragma once
-// scope_actor: one native test scope generation (native-scopes.md §4.3-4.5, §5), from its
-// creation to its tombstone. It owns the scope's worker — the process, its pidfd and its
-// identity — and the scope's cgroup and storage, and answers who may reach the worker.
-// Detached (a thread of its own): spawning a worker, waiting for it to be ready, checking
-// it and ending its cgroup all wait on the kernel or the worker. Every state is committed
-// through native_catalog before it is acted on (§4.4), with the catalog's CAS: a crash at
+// scope_actor: one native test scope generation (docs/native-scopes.md "The scope service",
+// "The scope worker"), from its creation to its tombstone. It owns the scope's worker — the
+// process, its pidfd and its identity — and the scope's cgroup and storage, and answers who may
+// reach the worker. Detached (a thread of its own): spawning a worker, waiting for it to be
+// ready, checking it and ending its cgroup all wait on the kernel or the worker. Every state is
+// committed through native_catalog before it is acted on, with the catalog's CAS: a crash at
 // any point leaves a row that says what may exist.
 //
-// The worker's setup steps, each answering the spec's code when it fails:
+// The worker's setup steps, each answering its documented error code when it fails:
 //   refs resolved beneath their roots (openat2, no symlinks)   422 *_ref_invalid
 //   targets resolved once and pinned (net_address)             422 network_target_denied
 //   (the registry then checks capacity: 503)
@@ -33,7 +33,7 @@ namespace shellctl::actors {
 
 // What every scope actor of one supervisor shares (read-only after startup).
 struct supervisor_settings {
-  std::string token;  // T: the bearer, and the key of scope and worker tokens (§4.2)
+  std::string token;  // T: the bearer, and the key of scope and worker tokens
   std::string state_dir;
   std::string base_root, input_root, image_root;
   std::string exe;  // our own executable, exec'd as `native-worker`
@@ -42,10 +42,10 @@ struct supervisor_settings {
   std::size_t max_scopes = 16;
   std::int64_t max_deadline_s = 24 * 3600;
   std::shared_ptr<io::native::scope_cgroups> cgroups;
-  std::chrono::milliseconds destroy_bound{10000};       // §4.4: populated 0 within 10 s
+  std::chrono::milliseconds destroy_bound{10000};       // DELETE: populated 0 within 10 s
   std::chrono::milliseconds worker_ready_bound{60000};  // a base copy may take a while
   std::chrono::milliseconds worker_call_bound{5000};    // identity and usage calls
-  std::chrono::seconds connection_cap{60};              // §7: each proxied connection
+  std::chrono::seconds connection_cap{60};              // S22: each proxied connection
 
   std::string scopes_dir() const { return state_dir + "/native/scopes"; }
 };
@@ -57,7 +57,7 @@ struct scope_actor_state {
   std::int64_t deadline_epoch = 0;
   int pidfd = -1;              // the worker, while we hold it
   bool worker_is_child = false;  // spawned by this process: we reap it
-  std::string control_token;   // the worker's bearer (§4.2)
+  std::string control_token;   // the worker's bearer (the worker control token)
   std::string host_dir;        // <state>/native/scopes/<name>: control.sock
   std::string socket_path;
   bool armed_deadline = false;

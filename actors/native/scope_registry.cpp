@@ -16,7 +16,7 @@ scope_actor_type spawn_scope(self_ptr self, const cfg_ptr& cfg, const native_cat
                                              caf::actor_cast<scope_registry_actor>(self));
 }
 
-// The scope a request names, checked in §4.1's order: the scope, then the generation.
+// The scope a request names, checked in the documented order: the scope, then the generation.
 // Calls `found(actor)` or `refused(error)`; a missing scope asks the catalog whether the
 // sent generation was destroyed (410) or never was (404).
 template <class Found, class Refused>
@@ -100,15 +100,15 @@ scope_registry_actor::behavior_type scope_registry(self_ptr self, cfg_ptr cfg,
                   if (req.capability_digest != cfg->capability_digest)
                     return fail(err("capability_digest_mismatch",
                                     "capability_digest is not the current " + cfg->capability_digest));
-                  // Steps 3-4 in the scope's own actor (resolving names blocks), then
-                  // step 5 here, then steps 6-7 there.
+                  // Refs and targets in the scope's own actor (resolving names blocks), then
+                  // the capacity check here, then the commit and the worker there.
                   auto actor = spawn_scope(self, cfg, catalog);
                   self->state.scopes[req.scope_id].actor = actor;
                   self->request(actor, caf::infinite, scope_prepare{req})
                       .then(
                           [=](scope_prepared& p) mutable {
                             if (p.error) return fail(std::move(*p.error));
-                            // Live and quarantined scopes hold capacity (§4.3 step 5).
+                            // Live and quarantined scopes hold capacity.
                             std::vector<native::scope_limits> held;
                             for (const auto& [id, e] : self->state.scopes)
                               if (id != req.scope_id) held.push_back(e.limits);

@@ -1,10 +1,10 @@
 #pragma once
 // scope_registry: which native test scopes are live, each with its generation and its
-// scope_actor (native-scopes.md §2 "creation, fencing"). Creation never replaces a scope:
+// scope_actor (docs/native-scopes.md "The scope service"). Creation never replaces a scope:
 // an id with any live record, even lost or quarantined, is 409 scope_exists, and a
 // tombstoned generation at or above the request is 409 scope_generation_stale; the id is
 // held from the first check on, so two creations of one id cannot both pass. Requests
-// about a scope are checked in §4.1's order — scope (404 scope_not_found, 410
+// about a scope are checked in the documented order — scope (404 scope_not_found, 410
 // scope_destroyed for a tombstone of the sent generation), then generation (400/409) — and
 // handed to its scope_actor, which checks the token and the state.
 #include <cstdint>

@@ -9,7 +9,7 @@ struct errc_entry {
   std::string_view text;
 };
 
-// The one table from meaning to the API's status and code (http-api.md §4.4).
+// The one table from meaning to the API's status and code (docs/api.md "Errors").
 constexpr errc_entry errc_table[] = {
     {job_errc::invalid_request, 400, "invalid_request"},
     {job_errc::validation_error, 422, "validation_error"},

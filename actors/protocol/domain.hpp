@@ -22,7 +22,7 @@ namespace shellctl::actors {
 using io::store::job_row;
 
 // Every way a request can fail, named by its meaning. The edge maps each to the status
-// and the error code of the API (http-api.md §4.4); `code_text` is that code.
+// and the error code of the API (docs/api.md "Errors"); `code_text` is that code.
 enum class job_errc : std::uint8_t {
   invalid_request = 1,   // 400: the body or query is malformed
   validation_error,      // 422: well-formed, but a value is not acceptable
@@ -32,7 +32,7 @@ enum class job_errc : std::uint8_t {
   job_running,           // 409: delete without force of a live job
   job_not_running,       // 409: input to a terminal job
   input_unsupported,     // 409: input to a stdio job
-  resize_unsupported,    // 409: resize of a stdio job (extensions.md §E3)
+  resize_unsupported,    // 409: resize of a stdio job (docs/api.md "Job control")
   tmux_target_missing,   // 409: the pane is gone, the job not yet terminal
   tmux_input_failed,     // 500
   job_id_collision,      // 500
@@ -44,7 +44,7 @@ enum class job_errc : std::uint8_t {
   snapshot_failed,       // 500: a save failed before its first byte
   archive_malformed,     // 400: a restore's stream is not an acceptable tar+zstd archive
   restore_failed,        // 500: a restore failed for the machine's reasons (space, I/O, time)
-  // The file API (extensions.md §E1).
+  // The file API (docs/api.md "Files").
   invalid_path,          // 400: empty, NUL, not UTF-8, over 4096 bytes
   path_denied,           // 403: outside every root, in the state dir, escaping through a symlink
   file_not_found,        // 404
@@ -54,7 +54,8 @@ enum class job_errc : std::uint8_t {
   directory_not_empty,   // 409
   range_not_satisfiable, // 416
   file_io_failed,        // 500: disk full, permissions, I/O (the OS error)
-  // A native scope's worker (native-scopes.md §4.5): admission refused by its budgets.
+  // A native scope's worker (docs/native-scopes.md "The scope worker"): admission refused by
+  // its budgets.
   job_capacity_exhausted,  // 409: the scope admitted max_jobs jobs in its lifetime
   input_budget_exhausted,  // 409: the script and env (or /input's text) exceed input_bytes
   internal_error,        // 500 (last: the table's fallback)
@@ -87,7 +88,7 @@ struct job_status_view {
   std::uint64_t offset = 0;
 };
 
-// GET /v1/jobs/{id}/activity (extensions.md §E6).
+// GET /v1/jobs/{id}/activity (docs/api.md "Job control").
 struct job_activity {
   job_row row;
   std::uint64_t offset = 0;
@@ -149,7 +150,7 @@ struct snapshot_restored {
   std::int64_t bytes_written = 0;
 };
 
-// The file API's answers (extensions.md §E1), as io/fs has them.
+// The file API's answers (docs/api.md "Files"), as io/fs has them.
 using file_stat = io::fs::stat_result;     // GET /v1/files/stat
 using file_listing = io::fs::listing;      // GET /v1/files/list
 // mkdir, move (the path now) and DELETE (deleted = true).

@@ -87,9 +87,9 @@ using job_actor_type = caf::typed_actor<
     replies_to<status_request>::with<job_status_view>,
     replies_to<input_request>::with<job_result>,      // pastes, then waits as asked
     replies_to<terminate_request>::with<job_status_view>,  // once ended and output final
-    replies_to<signal_request>::with<job_status_view>,     // once sent (extensions.md §E4)
-    replies_to<resize_request>::with<job_status_view>,     // once tmux resized (§E3)
-    replies_to<activity_request>::with<job_activity>,      // from /proc and tmux (§E6)
+    replies_to<signal_request>::with<job_status_view>,     // once sent
+    replies_to<resize_request>::with<job_status_view>,     // once tmux resized
+    replies_to<activity_request>::with<job_activity>,      // from /proc and tmux
     replies_to<delete_request>::with<job_deleted>,
     replies_to<stream_request>::with<stream_opened>,  // a job_stream now writes the answer
     replies_to<info_request>::with<job_info>,         // the row for GET /v1/jobs
@@ -128,8 +128,9 @@ using job_registry_actor = caf::typed_actor<
 // retention_gc: the retention timer (D1).
 using retention_gc_actor = caf::typed_actor<reacts_to<gc_tick>, reacts_to<shutdown_jobs>>;
 
-// snapshot_gate: one home snapshot operation at a time (snapshot.md §3). Each operation is
-// a snapshot_op of its own (actors/snapshot/snapshot_op.hpp); the gate is free again when it ends.
+// snapshot_gate: one home snapshot operation at a time (docs/api.md "Home snapshots"). Each
+// operation is a snapshot_op of its own (actors/snapshot/snapshot_op.hpp); the gate is free
+// again when it ends.
 using snapshot_gate_actor = caf::typed_actor<
     replies_to<snapshot_save_request>::with<snapshot_saved>,       // or snapshot_busy, ...
     replies_to<snapshot_restore_request>::with<snapshot_restored>, // or snapshot_busy, ...

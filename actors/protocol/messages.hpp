@@ -50,12 +50,12 @@ struct http_call {
 struct edge_sweep {};
 
 // ---------------------------------------------------------------- api_edge → snapshot_gate
-// One home snapshot operation (snapshot.md). The op streams through `out`/`in` itself
+// One home snapshot operation (docs/snapshots.md). The op streams through `out`/`in` itself
 // (io/http's responder: the bytes go straight to the connection); the edge ends the
 // answer from the op's domain answer (trailers, cut, or an error).
 // POST /v1/snapshot/save → snapshot_saved
 struct snapshot_save_request {
-  std::vector<std::string> excludes;  // gitignore patterns (snapshot.md §4.4)
+  std::vector<std::string> excludes;  // gitignore patterns (docs/snapshots.md "Excludes")
   io::http::responder out;
 };
 // POST /v1/snapshot/restore → snapshot_restored
@@ -76,7 +76,7 @@ struct body_arrived {
 struct ports_request {};
 
 // ---------------------------------------------------------------- api_edge → file_op
-// One file API request (extensions.md §E1), each answered by a file_op actor of its own
+// One file API request (docs/api.md "Files"), each answered by a file_op actor of its own
 // (actors/files/file_op.hpp); paths are the client's, resolved by the op beneath the roots.
 struct file_stat_request {  // → file_stat
   std::string path;
@@ -171,8 +171,9 @@ struct tail_request {
   std::string job_id;
   std::uint64_t limit;
 };
-// GET /v1/jobs/{id}/stream → stream_opened (extensions.md §E2). The job actor checks the
-// offset and hands `out` to a job_stream actor of its own, which answers from then on.
+// GET /v1/jobs/{id}/stream → stream_opened (docs/api.md "Live output stream"). The job actor
+// checks the offset and hands `out` to a job_stream actor of its own, which answers from then
+// on.
 struct stream_request {
   std::string job_id;
   std::uint64_t offset = 0;  // ?offset=N, or Last-Event-ID on a reconnect
@@ -195,17 +196,17 @@ struct terminate_request {
   std::string job_id;
   double grace_s;
 };
-// POST /v1/jobs/{id}/signal → job_status_view (extensions.md §E4)
+// POST /v1/jobs/{id}/signal → job_status_view (docs/api.md "Job control")
 struct signal_request {
   std::string job_id;
   int signo = 0;  // one of job_signals (actors/edge/requests.hpp)
 };
-// GET /v1/jobs/{id}/activity → job_activity (extensions.md §E6)
+// GET /v1/jobs/{id}/activity → job_activity (docs/api.md "Job control")
 struct activity_request {
   std::string job_id;
   double idle_flush_s = 0.5;  // ?idle_flush_seconds=: how long quiet counts as waiting
 };
-// POST /v1/jobs/{id}/resize → job_status_view (extensions.md §E3)
+// POST /v1/jobs/{id}/resize → job_status_view (docs/api.md "Job control")
 struct resize_request {
   std::string job_id;
   int cols = 0;  // 1..4096 each
@@ -392,7 +393,7 @@ struct kill_groups_naming {
 };
 
 // ---------------------------------------------------------------- cgroup_reaper
-// Ends a job's cgroup (extensions.md §E5): cgroup.kill, populated 0, rmdir.
+// Ends a job's cgroup (docs/jobs.md "Containment"): cgroup.kill, populated 0, rmdir.
 struct end_cgroup {
   std::string path;
 };
@@ -426,7 +427,7 @@ struct output_progress {
 struct stream_keepalive {};
 
 // ---------------------------------------------------------------- → metrics_registry
-// Events for /metrics (extensions.md §E7), sent and forgotten: a lost one skews a counter,
+// Events for /metrics (docs/api.md "Metrics"), sent and forgotten: a lost one skews a counter,
 // never an answer. The loop thread sends the first two (the libuv↔CAF bridge direction).
 struct http_observed {  // a request was answered
   std::string method;
@@ -473,7 +474,8 @@ struct log_event {
 // api_edge → metrics_registry: GET /metrics → metrics_sample (actors/protocol/metrics_model.hpp).
 struct metrics_scrape {};
 // metrics_registry → job_store: how many rows there are per status and mode.
-// A native scope worker's budget counters (GET /v1/worker/usage, native-scopes.md §5).
+// A native scope worker's budget counters (GET /v1/worker/usage,
+// docs/native-scopes.md "The scope worker").
 struct store_usage {};
 struct store_usage_reply {
   bool ok = true;  // false: no budget here, or it cannot be read (error)
@@ -491,7 +493,8 @@ struct waiter_tick {
   std::uint64_t waiter_id;
 };
 struct pipe_ready_timeout {};
-// job_actor → itself: a scoped job's wall deadline passed (native-scopes.md §4.5).
+// job_actor → itself: a scoped job's wall deadline passed
+// (docs/native-scopes.md "The scope worker").
 struct wall_deadline {};
 struct terminate_deadline {
   std::uint64_t generation;

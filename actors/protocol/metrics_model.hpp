@@ -1,5 +1,5 @@
 #pragma once
-// What /metrics reports (extensions.md §E7), as plain values: the metrics_registry actor
+// What /metrics reports (docs/api.md "Metrics"), as plain values: the metrics_registry actor
 // keeps a `metrics_sample` up to date from the events the other actors send it, and hands
 // a copy to the edge, which renders it in Prometheus text format (actors/metrics/prometheus_text.hpp).
 #include <cstdint>

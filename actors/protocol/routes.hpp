@@ -1,5 +1,5 @@
 #pragma once
-// The route table of http-api.md §3 as a pure function, so the router actor, its unit
+// The route table (docs/api.md "Routes") as a pure function, so the router actor, its unit
 // tests and the HTTP fuzzer share one definition. Decision D11: unknown paths are 404
 // not_found, a known path with the wrong method is 405 method_not_allowed.
 #include <string>
@@ -10,15 +10,16 @@ namespace shellctl::actors {
 
 enum class route {
   healthz, run, wait, tail, status, list, input, terminate, remove,
-  snapshot_save, snapshot_restore,  // snapshot.md §3
-  openapi, metrics,                 // extensions.md §E7
-  stream,                           // extensions.md §E2
-  resize, signal, activity,         // §E3, §E4, §E6
-  info,                             // §E7
+  snapshot_save, snapshot_restore,  // docs/api.md "Home snapshots"
+  openapi, metrics,                 // docs/api.md "OpenAPI", "Metrics"
+  stream,                           // docs/api.md "Live output stream"
+  resize, signal, activity,         // docs/api.md "Job control"
+  info,                             // docs/api.md "Info"
   ports,                            // GET /v1/ports: what jobs listen on (actors/services/port_scan.hpp)
-  file_read, file_write, file_stat, file_list, file_mkdir, file_delete, file_move,  // §E1
+  file_read, file_write, file_stat, file_list, file_mkdir, file_delete, file_move,  // files
   // Not in the table (no ordinary server serves it): a native scope worker's
-  // GET /v1/worker/usage (native-scopes.md §5), matched by check_at_worker_front.
+  // GET /v1/worker/usage (docs/native-scopes.md "The scope worker"), matched by
+  // check_at_worker_front.
   worker_usage,
 };
 

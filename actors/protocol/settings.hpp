@@ -29,19 +29,20 @@ struct job_settings {
   // The sandbox settings from the server's own environment (decision D7) and the state dir,
   // handed to the runner with `tmux new-session -e NAME=value`.
   std::vector<std::pair<std::string, std::string>> runner_policy_env;
-  // Whole-tree containment (extensions.md §E5): the job root ("" = none: the process
-  // group and session fallback), the limits each job cgroup gets (a run may ask for less:
-  // they are its ceilings), and the controllers job cgroups have for a run's own limits.
+  // Whole-tree containment (docs/jobs.md "Containment"): the job root ("" = none: the
+  // process group and session fallback), the limits each job cgroup gets (a run may ask for
+  // less: they are its ceilings), and the controllers job cgroups have for a run's own limits.
   std::string cgroup_root;
   io::sandbox::cgroups::job_limits job_limits;
   io::sandbox::cgroups::job_controllers job_controllers;
   // Whether the host mounts the job root's cgroup2 with nsdelegate (said, never relied on).
   std::optional<bool> cgroup_nsdelegate;
-  // A native scope's worker (native-scopes.md §4.5, §6): jobs run in the scoped world, so a
-  // cwd names a path there: /home/dify, /workspace and /tmp are the payload's home/,
-  // workspace/ and tmp/ (checked there), the rest is the image. "" = an ordinary server.
+  // A native scope's worker (docs/native-scopes.md "The scope worker",
+  // "The scoped job sandbox"): jobs run in the scoped world, so a cwd names a path there:
+  // /home/dify, /workspace and /tmp are the payload's home/, workspace/ and tmp/ (checked
+  // there), the rest is the image. "" = an ordinary server.
   std::string scoped_payload;
-  // Its jobs' wall deadline (§4.5): a job still running this long after it started, or at
+  // Its jobs' wall deadline: a job still running this long after it started, or at
   // the scope's deadline (seconds since the epoch), is terminated. 0 = none.
   std::chrono::seconds wall_limit{0};
   std::int64_t wall_until_epoch = 0;
@@ -56,8 +57,8 @@ struct job_settings {
   std::chrono::milliseconds finalizer_grace{10000};
 };
 
-// Home snapshots (snapshot.md §2): the Home they save and restore (the server's $HOME as
-// found at startup; checked again by each operation) and the total deadline of one.
+// Home snapshots (docs/api.md "Home snapshots"): the Home they save and restore (the server's
+// $HOME as found at startup; checked again by each operation) and the total deadline of one.
 // How the server starts its confined Home helper, shellctl-home (io/home/helper.hpp), for
 // every operation on Home: the binary, the arguments every role shares after the role and
 // its --home (the state dir, the world's root mount, the system trees, the confinement's

@@ -5,13 +5,13 @@
 
 namespace shellctl::actors {
 
-// Long-poll parameters after defaulting and clamping (http-api.md §5.2, D5).
+// Long-poll parameters after defaulting and clamping (docs/api.md "Long-polls", D5).
 struct wait_params {
   std::uint64_t offset = 0;
   double timeout_s = 0;
   std::uint64_t limit = 16384;
   double idle_flush_s = 0.5;
-  bool return_on_input_wait = false;  // §E6; old clients never send it
+  bool return_on_input_wait = false;  // docs/api.md "Prompts"; old clients never send it
 };
 
 }  // namespace shellctl::actors

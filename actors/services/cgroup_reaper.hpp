@@ -1,5 +1,5 @@
 #pragma once
-// cgroup_reaper: ends job cgroups (extensions.md §E5), on its own thread (detached),
+// cgroup_reaper: ends job cgroups (docs/jobs.md "Containment"), on its own thread (detached),
 // because ending one waits for the kernel: cgroup.kill, then `populated 0` (the change
 // notification of cgroup.events, bounded), then rmdir (io/sandbox/cgroups.hpp). Job
 // actors ask it when their job ends, is terminated, deleted, collected or lost; the

@@ -9,10 +9,10 @@
 
 namespace shellctl::actors {
 
-// `db` is opened by the caller (so that a bad database fails startup) and handed over:
-// after the spawn only the store's thread uses it. In a native scope's worker `budget` is
-// the worker's budget connection on the same file: inserts are then admissions (a job
-// slot and the input charge in the insert's transaction, native-scopes.md §4.5).
+// `db` is opened by the caller (so that a bad database fails startup) and handed over: after
+// the spawn only the store's thread uses it. In a native scope's worker `budget` is the
+// worker's budget connection on the same file: inserts are then admissions (a job slot and the
+// input charge in the insert's transaction, docs/native-scopes.md "The scope worker").
 job_store_actor::behavior_type job_store(job_store_actor::pointer self,
                                          std::shared_ptr<io::store::jobs_db> db,
                                          std::shared_ptr<io::native::worker_budget> budget);

@@ -23,10 +23,10 @@ void report_gone(state_ptr self, const std::vector<std::string>& names, bool ser
   }
 }
 
-// Server-wide options, set whenever a tmux server is (re)started: exit-empty off keeps it
-// up with zero job sessions (runtime.md §3.1); history-limit 0 because shellctl never reads
-// tmux's scrollback (output comes through pipe-pane into output.log), so a job can make
-// tmux hold no more than its visible screen (terminal size is capped at 4096x4096).
+// Server-wide options, set whenever a tmux server is (re)started: exit-empty off keeps it up with
+// zero job sessions (docs/jobs.md "Starting a job"); history-limit 0 because shellctl never reads
+// tmux's scrollback (output comes through pipe-pane into output.log), so a job can make tmux hold
+// no more than its visible screen (terminal size is capped at 4096x4096).
 std::vector<std::string> server_options() {
   return {io::tmux::command("set-option").flag("-g").flag("exit-empty").flag("off").line(),
           io::tmux::command("set-option").flag("-g").flag("history-limit").number(0).line()};

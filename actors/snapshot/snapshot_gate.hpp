@@ -1,9 +1,9 @@
 #pragma once
-// snapshot_gate: the single-operation gate of home snapshots (snapshot.md §3). A save or
-// restore arriving while another runs is answered snapshot_busy at once; otherwise the
-// gate spawns its snapshot_op, hands it the request and is free again when the op ends
-// (it monitors the op: success, failure, deadline, a client gone, all end it). Mailbox
-// order is the lock: no two requests are ever decided at once.
+// snapshot_gate: the single-operation gate of home snapshots (docs/api.md "Home snapshots"). A save
+// or restore arriving while another runs is answered snapshot_busy at once; otherwise the gate
+// spawns its snapshot_op, hands it the request and is free again when the op ends (it monitors the
+// op: success, failure, deadline, a client gone, all end it). Mailbox order is the lock: no two
+// requests are ever decided at once.
 #include <caf/all.hpp>
 
 #include "actors/protocol/interfaces.hpp"

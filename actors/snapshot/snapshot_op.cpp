@@ -29,8 +29,9 @@ constexpr std::size_t read_bytes = 1u << 20;
 // How often a wait on the helper looks at the client and the deadline.
 constexpr int look_ms = 200;
 
-// snapshot.md §3: $HOME set, stat-able (following symlinks) and a directory; then walked
-// through its real path (open point 1: a symlinked Home is saved, not an empty archive).
+// docs/api.md "Home snapshots": $HOME set, stat-able (following symlinks) and a directory;
+// then walked through its real path (unlike the original, a symlinked Home is saved, not an
+// empty archive).
 // The server only looks at the path it was given (stat, realpath): everything below it is
 // the confined helper's.
 std::string resolve_home(const std::string& home) {

@@ -91,7 +91,8 @@ int run_supervisor(const io::config::serve_config& cfg, std::shared_ptr<supervis
     caf::anon_send(catalog, native_shutdown{});
   };
 
-  // §5 "Reattach": every retained scope is adopted or found lost before anything is served.
+  // Reattach (docs/native-scopes.md "The scope worker"): every retained scope is adopted or
+  // found lost before anything is served.
   {
     caf::scoped_actor self{sys};
     std::string failure;

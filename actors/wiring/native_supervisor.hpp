@@ -1,11 +1,11 @@
 #pragma once
-// `shellctl serve --native-test-supervisor` (native-scopes.md): the separate instance that
-// serves isolated native test scopes. Its startup (§3): every check of
+// `shellctl serve --native-test-supervisor` (docs/native-scopes.md "The scope service"): the
+// separate instance that serves isolated native test scopes. Its startup: every check of
 // io/native/host_checks.hpp runs before anything is bound or written; the first failure
 // stops it with `shellctl: native test supervisor: <id>: <detail>`, and `--native-check`
 // prints every check as JSON and changes nothing. Then the catalog, the actors
 // (native_catalog, scope_registry, one scope_actor per scope, native_edge), the reattach
-// of retained scopes (§5) and the HTTP front.
+// of retained scopes (docs/native-scopes.md "The scope worker") and the HTTP front.
 #include <memory>
 #include <string>
 

@@ -140,7 +140,7 @@ io::config::serve_config worker_config(const io::native::worker_setup& s) {
   for (const auto& t : s.targets) w.proxy_targets.emplace_back(t.host, t.port);
   if (!s.targets.empty()) {
     w.broker_socket = run + "/host/broker.sock";
-    // Jobs reach the targets only through the proxy (§4.5: these override the request's env).
+    // Jobs reach the targets only through the proxy (these override the request's env).
     w.runner_env.emplace_back("SHELLCTL_NATIVE_JOB_PROXY", "http://127.0.0.1:3128");
   }
   return cfg;

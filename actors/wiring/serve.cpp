@@ -92,9 +92,9 @@ void install_runner(const std::string& link, const server_log& log) {
 
 }  // namespace
 
-// A helper binary: next to our own executable first, then PATH (runtime.md §9.1), then the
-// libexec directory `meson install` puts the helpers in (compiled in), so an installed
-// server needs no PATH entry for them while a PATH entry still overrides them.
+// A helper binary (docs/layout.md "The binaries"): next to our own executable first, then
+// PATH, then the libexec directory `meson install` puts the helpers in (compiled in), so an
+// installed server needs no PATH entry for them while a PATH entry still overrides them.
 std::string find_helper(const std::string& name, bool bare_fallback) {
   auto dir = own_dir();
   if (!dir.empty() && executable(dir + "/" + name)) return dir + "/" + name;
@@ -233,9 +233,9 @@ int serve(const io::config::serve_config& cfg, const io::sandbox::namespace_prob
   bool api_refuses_jobs = false;
   std::string api_jobs_text;
 
-  // E5: the job root, decided once. A root that was asked for and cannot be used, or
-  // limits without their controllers, stop startup; finding none by detection is the
-  // fallback (process group and session), said once here.
+  // Containment (docs/jobs.md "Containment"): the job root, decided once. A root that was asked
+  // for and cannot be used, or limits without their controllers, stop startup; finding none by
+  // detection is the fallback (process group and session), said once here.
   io::sandbox::cgroups::root_choice root;
   {
     std::string err;
@@ -282,7 +282,7 @@ int serve(const io::config::serve_config& cfg, const io::sandbox::namespace_prob
   }
 
   std::shared_ptr<io::store::jobs_db> db;
-  std::shared_ptr<io::native::worker_budget> budget;  // a worker's admissions (§4.5)
+  std::shared_ptr<io::native::worker_budget> budget;  // a scope worker's admissions
   try {
     for (auto& d : {js.state_dir, js.runtime_dir, js.state_dir + "/jobs", js.runtime_dir + "/bin",
                     js.runtime_dir + "/home-root"}) {
@@ -331,8 +331,8 @@ int serve(const io::config::serve_config& cfg, const io::sandbox::namespace_prob
   // Home snapshots: the server's own $HOME, never a guessed path (README, "Home snapshots").
   auto gate = sys.spawn(snapshot_gate,
                         snapshot_settings{home_env ? home_env : "", cfg.snapshot_timeout, helper}, metrics);
-  // The file API (E1): the server's $HOME and the job-writable trees, served by the
-  // confined file worker; never the state dir.
+  // The file API (docs/api.md "Files"): the server's $HOME and the job-writable trees,
+  // served by the confined file worker; never the state dir.
   auto home_worker = sys.spawn<caf::detached>(home_files, home_files_settings{home_env ? home_env : "", helper});
   file_settings files;
   files.worker = home_worker;
@@ -341,8 +341,9 @@ int serve(const io::config::serve_config& cfg, const io::sandbox::namespace_prob
     edges.push_back(sys.spawn(api_edge, registry, gate, metrics, cfg.snapshot_timeout, files, js.cgroup_root));
   auto gc = sys.spawn(retention_gc, retention_settings{cfg.retention, cfg.gc_interval}, store,
                       registry, metrics);
-  // A scope's worker with network targets: the jobs' proxy (native-scopes.md §7). Its stop
-  // pipe's write end closes with stop_all, and the proxy and its connections end.
+  // A scope's worker with network targets: the jobs' proxy
+  // (docs/native-scopes.md "The network broker"). Its stop pipe's write end closes with
+  // stop_all, and the proxy and its connections end.
   int proxy_stop = -1;
   auto stop_all = [&] {
     if (proxy_stop >= 0) ::close(proxy_stop);
@@ -397,7 +398,7 @@ int serve(const io::config::serve_config& cfg, const io::sandbox::namespace_prob
   http_cfg.port = cfg.listen_port;
   if (worker.on) {
     // The control socket: its supervisor alone (its uid, by the kernel's word), then the
-    // worker control token (native-scopes.md §5).
+    // worker control token (docs/native-scopes.md "The scope worker").
     http_cfg.unix_path = worker.control_socket;
     http_cfg.accept_peer = [uid = worker.peer_uid](int, unsigned peer) { return peer == uid; };
   }
@@ -472,8 +473,9 @@ int serve(const io::config::serve_config& cfg, const io::sandbox::namespace_prob
       return std::nullopt;
     }
     auto& match = std::get<route_match>(verdict);
-    // A restore's archive is extracted as it arrives, never held whole (snapshot.md §5.1).
-    // An upload goes to disk as it arrives (E1: no size limit, flat memory).
+    // A restore's archive is extracted as it arrives, never held whole (docs/snapshots.md
+    // "Restore"). An upload goes to disk as it arrives (docs/api.md "Files": no size limit,
+    // flat memory).
     if (match.id == route::snapshot_restore || match.id == route::file_write) head.stream_body = true;
     head.accepted = std::move(match);
     return std::nullopt;

@@ -1,5 +1,5 @@
 #pragma once
-// The Home Snapshot archive of `dify-agent home-snapshot` (agent-cli.md §6), which the
+// The Home Snapshot archive of `dify-agent home-snapshot` (docs/dify-agent.md), which the
 // agent backend stores and later restores into a fresh sandbox. Not the format of shellctl's
 // own /v1/snapshot (home_writer/home_reader): exact-path excludes, zstd level 1, directory
 // names without a trailing slash, absolute symlinks into Home made relative, and the

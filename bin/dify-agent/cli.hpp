@@ -1,6 +1,6 @@
 #pragma once
-// `dify-agent`: the command tree (agent-cli.md §5–§7) and the pre-dispatch of §2 that runs
-// before it (help dump, verbatim connect, implicit connect).
+// `dify-agent`: the command tree and its help texts (docs/dify-agent.md) and the pre-dispatch
+// that runs before it (help dump, verbatim connect, implicit connect).
 #include <memory>
 #include <string>
 #include <vector>

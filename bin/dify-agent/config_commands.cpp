@@ -1,5 +1,5 @@
-// config manifest | skills | files | env | note | prompt (agent-cli.md §5.5–§5.10, and the
-// seed's "Agent configuration prompt").
+// config manifest | skills | files | env | note | prompt (docs/dify-agent.md; `config prompt`
+// is `config note` under its newer name).
 #include <sys/stat.h>
 #include <unistd.h>
 

@@ -1,4 +1,4 @@
-// drive list | pull | push (agent-cli.md §5.11): the legacy agent drive, hidden from help
+// drive list | pull | push (docs/dify-agent.md): the legacy agent drive, hidden from help
 // (the newest help snapshot has no drive) but kept working for scripts that still call it.
 #include <dirent.h>
 #include <sys/stat.h>

@@ -1,5 +1,5 @@
 #pragma once
-// The Agent Stub connection settings of `dify-agent` (agent-cli.md §3): the base URL and
+// The Agent Stub connection settings of `dify-agent` (docs/dify-agent.md): the base URL and
 // the bearer JWE from the environment, checked when a command runs, never while help is
 // shown. The URL rules and their messages are the original's (Go's net/url semantics).
 #include <string>
@@ -14,7 +14,7 @@ struct environment {
 // Both variables set and non-empty, untrimmed (pre-dispatch's check before printing help).
 bool has_environment();
 
-// Reads, trims and validates; throws cli_error with the spec's message.
+// Reads, trims and validates; throws cli_error with the original's message.
 environment read_environment();
 
 // Whether Go's url.Parse accepts `url` (what http.NewRequest refuses a signed URL for).

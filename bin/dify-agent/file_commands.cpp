@@ -1,4 +1,4 @@
-// connect (§5.1) and file upload | public-url | download (§5.2–§5.4).
+// connect and file upload | public-url | download (docs/dify-agent.md).
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>

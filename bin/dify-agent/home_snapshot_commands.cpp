@@ -1,4 +1,4 @@
-// home-snapshot upload | download (agent-cli.md §6, hidden): the agent backend's path for
+// home-snapshot upload | download (docs/dify-agent.md, hidden): the agent backend's path for
 // saving and restoring a sandbox's Home through the Agent Stub. Both directions stream: the
 // archive is produced (or extracted) on a second thread joined through a pipe, so memory
 // stays flat whatever Home holds, and a signal or a failed request stops both sides.

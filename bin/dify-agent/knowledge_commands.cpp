@@ -1,4 +1,4 @@
-// knowledge … (agent-cli.md §5.12): bounded, read-only Agentic Knowledge commands. One POST
+// knowledge … (docs/dify-agent.md): bounded, read-only Agentic Knowledge commands. One POST
 // per command with a fresh or given command id, answered by complete JSON or an error.
 #include <cctype>
 #include <fstream>

@@ -1,4 +1,4 @@
-// dify-agent: the CLI inside the sandbox that talks to the Agent Stub (agent-cli.md).
+// dify-agent: the CLI inside the sandbox that talks to the Agent Stub (docs/dify-agent.md).
 #include <csignal>
 #include <string>
 #include <vector>

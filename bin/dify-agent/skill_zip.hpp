@@ -1,5 +1,5 @@
 #pragma once
-// Config skills travel as zip archives (agent-cli.md §5.6–§5.7): a skill directory is
+// Config skills travel as zip archives (docs/dify-agent.md): a skill directory is
 // zipped for a push, and a pulled archive is extracted into its directory. libarchive does
 // both. Extraction is confined: an entry naming a path outside the target (absolute, `..`,
 // or through a symlink the archive made) is refused, links and devices are not created.

@@ -1,5 +1,5 @@
 #pragma once
-// The Agent Stub's HTTP conventions (agent-cli.md §4): control-plane calls to
+// The Agent Stub's HTTP conventions (docs/dify-agent.md): control-plane calls to
 // `<base><path>` with the bearer JWE and a 30 s bound, signed data-plane URLs without it,
 // streamed multipart uploads, and the original's error texts (structured decoding, the
 // expired-authorization advice, a signed URL never shown).
@@ -12,7 +12,7 @@
 
 namespace shellctl::dify_agent {
 
-// `HTTP <status>: <message>` from an error body (structured decoding of §4).
+// `HTTP <status>: <message>` from an error body (the structured decoding).
 std::string structured_error(long status, const std::string& body);
 // `agent stub <op> failed (HTTP <n>): <detail value or raw body>` (drive's legacy decoding).
 std::string legacy_error(const std::string& op, long status, const std::string& body);
@@ -47,7 +47,7 @@ class stub_client {
   // caller adds its own context.
   std::string upload_url(const std::string& filename, const std::string& mimetype) const;
 
-  // Multipart upload of `path` to a signed URL (§4 data plane); returns the response body.
+  // Multipart upload of `path` to a signed URL (data plane); returns the response body.
   // Errors carry the original's texts and never the URL.
   std::string upload_file(const std::string& url, const std::string& path,
                           const std::string& filename, const std::string& mimetype) const;

@@ -1,5 +1,5 @@
 #pragma once
-// What a home snapshot leaves out (snapshot.md §4.2, §4.4): the runtime's own state
+// What a home snapshot leaves out (docs/snapshots.md "Excludes"): the runtime's own state
 // directory, always, and the caller's gitignore patterns, with the semantics of go-git v5's
 // plumbing/format/gitignore (the original vendors it verbatim): `!` negation, anchoring by
 // `/`, `**`, dir-only patterns, and each segment matched like Go's filepath.Match.

@@ -38,7 +38,7 @@ struct stop_error {
   throw stop_error{outcome::malformed, "archive malformed: " + detail};
 }
 
-// snapshot.md §5.4: errors of the machine (space, quota, I/O, memory, descriptors,
+// docs/snapshots.md "Restore": errors of the machine (space, quota, I/O, memory, descriptors,
 // permissions) are restore_failed; every other OS error is the archive's doing.
 bool environmental(int e) {
   switch (e) {
@@ -58,7 +58,7 @@ bool environmental(int e) {
 
 // ---------------------------------------------------------------- names
 
-// The entry name cleaned lexically (snapshot.md §5.3); "" for the root itself.
+// The entry name cleaned lexically (docs/snapshots.md "Confinement"); "" for the root itself.
 std::string clean_name(const std::string& name) {
   if (name.empty()) malformed("empty entry name");
   if (name[0] == '/') malformed("absolute entry name \"" + name + "\"");

@@ -1,5 +1,5 @@
 #pragma once
-// The restore half of the home snapshot (snapshot.md §5): a tar+zstd stream read as it
+// The restore half of the home snapshot (docs/snapshots.md "Restore"): a tar+zstd stream read as it
 // arrives (libzstd with a 64 MiB window cap, libarchive's tar reader and nothing else) and
 // extracted into Home with every file-system operation confined to it: each path is resolved
 // by the kernel beneath Home's descriptor (openat2 RESOLVE_BENEATH), so absolute names,

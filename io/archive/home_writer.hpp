@@ -1,9 +1,9 @@
 #pragma once
-// The save half of the home snapshot (snapshot.md §4.3–§4.6): Home walked depth-first in
-// byte order without following symlinks, written as tar by libarchive (USTAR, PAX only where
-// needed; files, directories and symlinks; uid/gid 0; whole-second mtimes), compressed as
-// one zstd frame (level 3, checksum, window ≤ 8 MiB) by libzstd's streaming API, and handed
-// to `sink` chunk by chunk as it is produced: nothing is held beyond one chunk.
+// The save half of the home snapshot (docs/snapshots.md "Save", "Archive rules"): Home walked
+// depth-first in byte order without following symlinks, written as tar by libarchive (USTAR,
+// PAX only where needed; files, directories and symlinks; uid/gid 0; whole-second mtimes),
+// compressed as one zstd frame (level 3, checksum, window ≤ 8 MiB) by libzstd's streaming API,
+// and handed to `sink` chunk by chunk as it is produced: nothing is held beyond one chunk.
 //
 // Blocking (it reads the tree and its files): run it off the scheduler and the loop thread.
 #include <sys/stat.h>

@@ -155,8 +155,9 @@ bool parse_listen(const std::string& addr, serve_config& out, std::string& messa
   return true;
 }
 
-// native-scopes.md §3: flag (when non-empty), else environment, else the default. Refused
-// without --native-test-supervisor: an ordinary server must not look as if it had them.
+// The supervisor's settings (docs/native-scopes.md "The scope service"): flag (when non-empty),
+// else environment, else the default. Refused without --native-test-supervisor: an ordinary
+// server must not look as if it had them.
 bool parse_native(const std::map<std::string, std::string>& env,
                   const std::map<std::string, std::string>& flags, serve_config& out,
                   std::string& message) {
@@ -399,7 +400,8 @@ parse_result parse_serve(int argc, char** argv, char** envp, serve_config& out,
               "namespaces\n";
     return parse_result::exit_config_error;
   }
-  // E5: a non-empty flag wins over the environment, as --token does.
+  // The cgroup root (docs/jobs.md "Containment"): a non-empty flag wins over the environment,
+  // as --token does.
   out.cgroup_root = cgroup_root && !cgroup_root->empty()
                         ? *cgroup_root
                         : (env.count("SHELLCTL_CGROUP_ROOT") ? env["SHELLCTL_CGROUP_ROOT"] : "");

@@ -1,5 +1,5 @@
 #pragma once
-// `shellctl serve` settings: flags with Go's flag syntax (runtime.md §10.1) and the
+// `shellctl serve` settings (docs/layout.md "Settings"): flags with Go's flag syntax and the
 // environment (SHELLCTL_*). Everything is validated here so that a bad setting stops
 // startup with one clear line instead of surfacing later.
 #include <chrono>
@@ -35,7 +35,7 @@ struct serve_config {
   std::chrono::nanoseconds head_timeout = std::chrono::seconds(10);
   bool isolation = true;   // SHELLCTL_ENABLE_PATH_ISOLATION: unset or exactly "true"
   bool namespaces = true;  // SHELLCTL_JOB_NAMESPACES: "auto" (default) or "off"
-  // Whole-tree containment (extensions.md §E5): --cgroup-root or SHELLCTL_CGROUP_ROOT
+  // Whole-tree containment (docs/jobs.md "Containment"): --cgroup-root or SHELLCTL_CGROUP_ROOT
   // ("" = detect, "none" = off; io/sandbox/cgroups.hpp), and the optional per-job limits
   // SHELLCTL_JOB_MEMORY_MAX, SHELLCTL_JOB_PIDS_MAX, SHELLCTL_JOB_CPU_MAX (syntax checked
   // here; their controllers at startup).
@@ -44,9 +44,9 @@ struct serve_config {
   // SHELLCTL_JOB_OOM_SCORE_ADJ: every job process's OOM score adjustment, -1000..1000
   // (io/proc/oom_score.hpp, default 800); the server's own is -800 where it may set it.
   int job_oom_score_adj = 800;
-  // The native test supervisor (native-scopes.md §3): a separate instance, off by default.
-  // Its settings are refused without the mode; --native-check runs the startup checks,
-  // prints them and changes nothing.
+  // The native test supervisor (docs/native-scopes.md "The scope service"): a separate
+  // instance, off by default. Its settings are refused without the mode; --native-check runs
+  // the startup checks, prints them and changes nothing.
   struct native_settings {
     bool supervisor = false;  // --native-test-supervisor
     bool check_only = false;  // --native-check
@@ -58,9 +58,9 @@ struct serve_config {
     std::size_t max_scopes = 16;                                  // SHELLCTL_NATIVE_MAX_SCOPES
     std::chrono::nanoseconds max_deadline = std::chrono::hours(24);  // _MAX_DEADLINE
   } native;
-  // A native scope's worker (native-scopes.md §5): the ordinary job server, set up by
-  // `shellctl native-worker` (never by flags), serving its scope's jobs on a private
-  // control socket to its supervisor alone, with the scope's budgets and job sandbox.
+  // A native scope's worker (docs/native-scopes.md "The scope worker"): the ordinary job
+  // server, set up by `shellctl native-worker` (never by flags), serving its scope's jobs on a
+  // private control socket to its supervisor alone, with the scope's budgets and job sandbox.
   struct worker_settings {
     bool on = false;
     std::string control_socket;  // the Unix socket it listens on
@@ -68,7 +68,7 @@ struct serve_config {
     std::string scope_id;
     std::uint64_t generation = 0;
     std::string payload;           // the payload tmpfs (home/ workspace/ tmp/)
-    // Each job's wall deadline (§4.5): terminated after this long, or at the scope's
+    // Each job's wall deadline: terminated after this long, or at the scope's
     // deadline if that comes first. 0 = none.
     std::chrono::seconds job_wall{0};
     std::int64_t deadline_epoch = 0;

@@ -13,7 +13,7 @@ namespace shellctl::io::fs {
 // errno on failure. Retried while the kernel answers EAGAIN (a concurrent rename).
 int open_beneath(int root, const std::string& rel, int flags, mode_t mode = 0);
 // The same, and no symlink at all on the way (RESOLVE_NO_SYMLINKS: ELOOP): the native
-// supervisor's refs (native-scopes.md §4.3), which name files only by their real path.
+// supervisor's refs (S3), which name files only by their real path.
 int open_beneath_no_symlinks(int root, const std::string& rel, int flags);
 
 // Creates each missing directory of `rel` (mode `mode`) beneath root and returns an O_PATH

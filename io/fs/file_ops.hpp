@@ -1,5 +1,5 @@
 #pragma once
-// The file API's operations on the OS (extensions.md §E1), each confined by file_roots:
+// The file API's operations on the OS (docs/api.md "Files"), each confined by file_roots:
 // every name is resolved by the kernel beneath its root (openat2), and every step after
 // that works on descriptors (fstatat, mkdirat, unlinkat, renameat2 relative to the parent
 // directory that was opened beneath the root), so no path string is ever resolved twice.

@@ -1,5 +1,5 @@
 #pragma once
-// Where the file API may reach (extensions.md §E1): the server's $HOME and the trees of
+// Where the file API may reach (docs/api.md "Files"): the server's $HOME and the trees of
 // SHELLCTL_LANDLOCK_RW_PATHS (the places a job may write), never the state directory
 // (database, every job's output, the tmux socket) even when it lies under $HOME.
 //

@@ -1,7 +1,7 @@
 #pragma once
-// The files of one job directory, S/jobs/<id> (runtime.md §2, §3): what the server writes
-// before a start, the markers the output pipe and the runner leave there, and the exit
-// record. The server (job_actor), the runner and the pipe program all name them from here.
+// The files of one job directory, S/jobs/<id> (docs/layout.md "The state directory"): what the
+// server writes before a start, the markers the output pipe and the runner leave there, and the
+// exit record. The server (job_actor), the runner and the pipe program all name them from here.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -55,7 +55,8 @@ class job_dir {
   void open_gate() const;
   exit_record read_exit_record() const;
   // .pipe-failed, on behalf of a sanitizer that died without writing a marker (the Go
-  // pipe shell's step 3, runtime.md §3.3). Throws std::system_error.
+  // pipe shell's step for a failed sanitizer, docs/jobs.md "The output pipe"). Throws
+  // std::system_error.
   void mark_pipe_failed() const;
   // Removes a marker (missing is fine).
   void forget(const char* name) const;

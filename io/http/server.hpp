@@ -132,7 +132,7 @@ struct server_config {
   std::string host = "127.0.0.1";
   std::uint16_t port = 8765;
   // Listen on this Unix socket (created 0600, a stale one replaced) instead of host:port:
-  // a native scope worker's control socket (native-scopes.md §5).
+  // a native scope worker's control socket (docs/native-scopes.md "The scope worker").
   std::string unix_path;
   // Unix socket only: decides on each connection by its peer's kernel credentials
   // (SO_PEERCRED) before anything of it is read; false closes it. Loop thread, no blocking.

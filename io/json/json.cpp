@@ -12,8 +12,8 @@
 
 #include "io/text/utf8_unit.hpp"
 
-// Request decoding mimics Go's json.Decoder + json.Unmarshal into a struct (http-api.md §1);
-// response encoding mimics Go 1.26's encoding/json with HTML escaping on.
+// Request decoding mimics Go's json.Decoder + json.Unmarshal into a struct (docs/api.md
+// "Conventions"); response encoding mimics Go 1.26's encoding/json with HTML escaping on.
 //
 // Decoding pipeline:
 //   1. scan_first_value finds where the first JSON value ends (json.Decoder reads one value

@@ -1,10 +1,10 @@
 #pragma once
 // JSON in and out, matching the Go original's encoder/decoder where clients can tell.
 //
-// In  (request bodies, http-api.md §1): only the first JSON value is read (trailing bytes
-//     ignored); the value must be an object or null; unknown keys are ignored; keys match
-//     case-insensitively (an exact match wins); null means absent; a wrong type is a
-//     decode error (400 invalid_request "Invalid JSON body").
+// In  (request bodies, docs/api.md "Conventions"): only the first JSON value is read
+//     (trailing bytes ignored); the value must be an object or null; unknown keys are
+//     ignored; keys match case-insensitively (an exact match wins); null means absent; a
+//     wrong type is a decode error (400 invalid_request "Invalid JSON body").
 // Out (responses): Go escaping: <, >, & as \u003c \u003e \u0026, U+2028/U+2029 escaped,
 //     invalid UTF-8 written as \ufffd, so the output is always valid UTF-8.
 #include <cstdint>
@@ -46,7 +46,7 @@ class object {
   // An array whose every element is an object (a null element is a wrong type).
   std::optional<std::vector<object>> get_object_array(std::string_view key) const;
 
-  // For strict bodies (native-scopes.md §4.3, where an unknown key is refused): every key
+  // For strict bodies (a scope's create body, where an unknown key is refused): every key
   // exactly as sent, in document order, duplicates included; empty for `null`.
   std::vector<std::string> keys() const;
   // Whether `key` (exactly) is present with the JSON value null.

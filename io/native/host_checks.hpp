@@ -1,11 +1,11 @@
 #pragma once
-// The native test supervisor's startup checks (native-scopes.md §3, guarantee S9): every
-// primitive a scope needs, looked at on the real host before anything is bound or written.
-// A missing one rejects setup: `serve --native-test-supervisor` stops at the first failure,
-// `--native-check` runs them all and prints them. Nothing here changes the host: the
-// namespace probe's mounts die with its namespaces, the catalog is only read.
+// The native test supervisor's startup checks (docs/native-scopes.md "The scope service",
+// guarantee S9): every primitive a scope needs, looked at on the real host before anything is
+// bound or written. A missing one rejects setup: `serve --native-test-supervisor` stops at the
+// first failure, `--native-check` runs them all and prints them. Nothing here changes the host:
+// the namespace probe's mounts die with its namespaces, the catalog is only read.
 //
-// Also the capability document and its digest (§4.2), which creation pins, and the token
+// Also the capability document and its digest, which creation pins, and the token
 // derivation the catalog's fingerprint is made from (S7).
 #include <string>
 #include <vector>
@@ -28,7 +28,7 @@ struct check_result {
   std::string detail;
 };
 
-// The capability document (§4.2) without its digest.
+// The capability document (GET /v1/native-test/capabilities) without its digest.
 struct capabilities {
   int landlock_abi = 0;
   std::string apparmor_profile;                 // "" = none in force (JSON null)
@@ -51,7 +51,7 @@ std::string scope_token_key(const std::string& control_token);
 std::string key_fingerprint(const std::string& control_token);
 
 struct check_report {
-  std::vector<check_result> checks;  // in §3's order
+  std::vector<check_result> checks;  // in the order they run
   capabilities found;                // as far as the host shows them
   std::string unit_dir;              // the unit cgroup's directory ("" = not found)
   bool ok() const;

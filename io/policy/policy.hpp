@@ -1,8 +1,8 @@
 #pragma once
-// The path-isolation policy (runtime.md §6 with decision D7). It is the server's decision:
-// the runner's parent reads it from its OWN environment (the server passes it through
-// tmux) and hands it to the `--exec` child on the command line, never through the job's
-// environment, so a request's `env` cannot widen it.
+// The path-isolation policy (docs/security.md "The job sandbox", decision D7). It is the
+// server's decision: the runner's parent reads it from its OWN environment (the server passes
+// it through tmux) and hands it to the `--exec` child on the command line, never through the
+// job's environment, so a request's `env` cannot widen it.
 #include <functional>
 #include <optional>
 #include <string>

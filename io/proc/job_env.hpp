@@ -1,5 +1,5 @@
 #pragma once
-// The environment a job's script sees (runtime.md §4.1 step 2 with decisions D7/D10):
+// The environment a job's script sees (docs/jobs.md "Starting a job", decisions D7/D10):
 // the runner's own environment minus tmux's and the server's names, the request's
 // `.job-env.json` overlay, then TMPDIR/TMP/TEMP forced to the job's cwd.
 #include <optional>

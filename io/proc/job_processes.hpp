@@ -1,7 +1,7 @@
 #pragma once
-// The processes of a running job, for the signal route (extensions.md §E4) and activity
-// (§E6): from its cgroup when it has one (§E5), else found in /proc from its pane's
-// process (the runner), as follows.
+// The processes of a running job, for the signal route and activity
+// (docs/api.md "Job control"): from its cgroup when it has one (docs/jobs.md "Containment"),
+// else found in /proc from its pane's process (the runner), as follows.
 //
 // With job namespaces the runner's child is PID 1 of the job's own PID namespace, and
 // every other process in that namespace is the job's: one that calls setsid() or forks
@@ -23,7 +23,7 @@ std::optional<std::string> cmdline_of(long pid);
 // job whose directory is `owner` (its pid was reused, or it is gone).
 std::vector<pid_t> job_processes(pid_t runner, const std::string& owner);
 
-// The job's processes when it has a cgroup (extensions.md §E5): its `members`
+// The job's processes when it has a cgroup (docs/jobs.md "Containment"): its `members`
 // (cgroup.procs) without the namespaced init, i.e. the runner's child when that child is in
 // a PID namespace of its own (it forwards INT, TERM and HUP itself). The cgroup holds every
 // process the job started, wherever it moved in its sessions and groups.

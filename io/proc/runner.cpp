@@ -53,13 +53,13 @@ constexpr const char* kEnvFileName = io::fs::job_files::env;
 
 std::string errno_text(int e) { return std::strerror(e); }
 
-// Runner-side diagnostics (runtime.md §5: "shellctl-runner: <op>: <err>").
+// Runner-side diagnostics, in the original's form "shellctl-runner: <op>: <err>".
 void diag(const std::string& op, const std::string& err) {
   std::fprintf(stderr, "shellctl-runner: %s: %s\n", op.c_str(), err.c_str());
   std::fflush(stderr);
 }
 
-// Child-side diagnostics (runtime.md §4.2: "shellctl: <context>: <error>").
+// Child-side diagnostics, in the original's form "shellctl: <context>: <error>".
 void child_diag(const std::string& context, const std::string& err) {
   std::fprintf(stderr, "shellctl: %s: %s\n", context.c_str(), err.c_str());
   std::fflush(stderr);
@@ -99,7 +99,7 @@ struct capture {
 };
 
 // What the job's process needs to become the script, decided before any sandboxing
-// (runtime.md §4.2 steps 1-3, plus HOME: decision D7 and guarantee G4).
+// (the child role's chdir, argv and PATH lookup, plus HOME: decision D7 and guarantee G4).
 struct child_plan {
   std::string cwd;            // as given; the host-root job starts there
   std::string cwd_canonical;  // symlinks resolved; the own-root job starts there
@@ -318,7 +318,8 @@ int start_as_init(const child_plan& plan, const std::string& chdir_to, const san
 // PID 1 of the job's namespaces: plan, build the world, start the job, then be its init.
 int init_role(const parent_options& opts, const std::string& script, int status_fd) {
   const auto& sb = opts.sandbox;
-  // In the job's cgroup already (E5): rooted there, nothing of the job can leave it.
+  // In the job's cgroup already (docs/jobs.md "Containment"): rooted there, nothing of the job
+  // can leave it.
   if (!sb.cgroup_root.empty()) {
     std::string err;
     if (!sandbox::new_cgroup_namespace(err)) {
@@ -359,10 +360,10 @@ int init_role(const parent_options& opts, const std::string& script, int status_
                        !sb.cgroup_root.empty());
 }
 
-// A native scope's job (native-scopes.md §6 steps 2-5), in its order: rlimits, every
-// capability dropped with the securebits locked, no_new_privs, Landlock over the scoped
-// world (fail closed: any error, an unavailable Landlock included, is 125), the scoped
-// seccomp filter last.
+// A native scope's job (docs/native-scopes.md "The scoped job sandbox"), in its order: rlimits,
+// every capability dropped with the securebits locked, no_new_privs, Landlock over the scoped
+// world (fail closed: any error, an unavailable Landlock included, is 125), the scoped seccomp
+// filter last.
 sandbox_step scoped_step(const scoped_settings& sc) {
   return [&sc](std::string& err) {
     if (!sandbox::lower_limit(RLIMIT_NOFILE, sc.open_files, err) ||
@@ -419,8 +420,8 @@ int scoped_init_role(const parent_options& opts, const std::string& script, int 
     diag("sandbox", err);
     return kExitSetupFailed;
   }
-  // Inside the new root: HOME is the scope's, whatever the request said (§4.5), and so are
-  // the proxy variables when the scope has targets (its only way out, §7).
+  // Inside the new root: HOME is the scope's, whatever the request said, and so are
+  // the proxy variables when the scope has targets (its only way out, S21).
   ::setenv("HOME", world::kScopedHome, 1);
   if (!sc.proxy.empty())
     for (const char* name : {"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"})
@@ -500,9 +501,9 @@ class child_process {
       environ = c_env.data();
     };
 
-    // The job's cgroup (E5): opened here, entered by our child as its first step, so
-    // that every process of the job is born inside it. A job that should be contained
-    // and cannot be does not run (125).
+    // The job's cgroup (docs/jobs.md "Containment"): opened here, entered by our child as its
+    // first step, so that every process of the job is born inside it. A job that should be
+    // contained and cannot be does not run (125).
     int cgroup_procs = -1;
     if (!opts_.sandbox.cgroup_root.empty()) {
       std::string err;

@@ -1,7 +1,7 @@
 #pragma once
-// The roles of shellctl-runner (runtime.md §4, §5): the parent started by tmux, which waits
-// for the start gate, builds the job environment, starts the job and publishes the exit
-// artifacts; and the child role, which becomes the script.
+// The roles of shellctl-runner (docs/jobs.md "Starting a job", "The output pipe"): the parent
+// started by tmux, which waits for the start gate, builds the job environment, starts the job
+// and publishes the exit artifacts; and the child role, which becomes the script.
 //
 // With namespaces (the default), the parent starts the job in new mount and PID namespaces
 // (io/sandbox/namespaces.hpp): their PID 1 (job_init.hpp) builds the job's file-system view
@@ -19,7 +19,7 @@ namespace shellctl::io::proc {
 
 using io::store::job_mode;  // the one spelling table is in io/store/job_status.hpp
 
-// Exit codes of the runner (runtime.md §4.3).
+// Exit codes of the runner (docs/api.md "Statuses").
 constexpr int kExitSignaled = -1;
 constexpr int kExitChdirFailed = 111;
 constexpr int kExitSetupFailed = 125;
@@ -28,12 +28,13 @@ constexpr int kExitNotFound = 127;
 
 // What the server decided about the job's sandbox. The parent reads it from its OWN
 // environment (the server hands it over through tmux), never from the job's.
-// A native scope's job (native-scopes.md §6), set by the scope's worker for its tmux:
-// SHELLCTL_NATIVE_JOB_PAYLOAD (its presence turns the mode on), _IMAGE_ROOT (default "/"),
-// _INPUTS, _SCRIPT_BYTES, _OPEN_FILES, _FILE_BYTES. The job then runs in the scoped world
-// (scoped_world.hpp) under rlimits, with every capability dropped, Landlock over that
-// world and the scoped seccomp filter; namespaces are required, path isolation's settings
-// do not apply. A malformed setting fails the job (125) before anything of it runs.
+// A native scope's job (docs/native-scopes.md "The scoped job sandbox"), set by the scope's
+// worker for its tmux: SHELLCTL_NATIVE_JOB_PAYLOAD (its presence turns the mode on),
+// _IMAGE_ROOT (default "/"), _INPUTS, _SCRIPT_BYTES, _OPEN_FILES, _FILE_BYTES. The job then
+// runs in the scoped world (scoped_world.hpp) under rlimits, with every capability dropped,
+// Landlock over that world and the scoped seccomp filter; namespaces are required, path
+// isolation's settings do not apply. A malformed setting fails the job (125) before anything
+// of it runs.
 struct scoped_settings {
   bool on = false;
   std::string image_root = "/";
@@ -46,9 +47,9 @@ struct scoped_settings {
   // --db <db>` (SHELLCTL_NATIVE_JOB_BUDGET_HELPER, _BUDGET_DB; both required).
   std::string budget_helper;
   std::string budget_db;
-  // The scope's proxy URL when it has network targets (SHELLCTL_NATIVE_JOB_PROXY, §7):
-  // HTTP_PROXY, HTTPS_PROXY and ALL_PROXY (and lowercase) are set to it, whatever the
-  // request's env said. "" = no network: nothing is set.
+  // The scope's proxy URL when it has network targets (SHELLCTL_NATIVE_JOB_PROXY,
+  // docs/native-scopes.md "The network broker"): HTTP_PROXY, HTTPS_PROXY and ALL_PROXY (and
+  // lowercase) are set to it, whatever the request's env said. "" = no network: nothing is set.
   std::string proxy;
   std::string malformed;  // the first setting that could not be read; "" = all fine
 };
@@ -60,7 +61,7 @@ struct sandbox_settings {
   bool namespaces = true;
   std::string state_dir;    // canonical state dir (SHELLCTL_STATE_DIR); "" = unknown
   std::string server_home;  // the runner's own HOME, i.e. the server's (canonical)
-  // The server's job cgroup root (SHELLCTL_JOB_CGROUP_ROOT, extensions.md §E5): the job's
+  // The server's job cgroup root (SHELLCTL_JOB_CGROUP_ROOT, docs/jobs.md "Containment"): the job's
   // first process enters <root>/job-<id> before anything of the job runs; "" = none.
   std::string cgroup_root;
   // Every job process's OOM score adjustment (SHELLCTL_JOB_OOM_SCORE_ADJ, set by the

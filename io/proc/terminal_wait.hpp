@@ -1,5 +1,5 @@
 #pragma once
-// Whether a PTY job waits for its terminal (extensions.md §E6), read from the kernel's view
+// Whether a PTY job waits for its terminal (docs/api.md "Prompts"), read from the kernel's view
 // of the job's processes: the pane's foreground process group (the terminal's tpgid) and,
 // for each of its members, the system call it sleeps in (/proc/<pid>/syscall; when that is
 // not readable, as for a server that may not ptrace the job, the kernel's wait channel).

@@ -1,5 +1,5 @@
 #pragma once
-// Streaming terminal-output sanitizer (runtime.md §11 with decision D6): strips CSI/OSC
+// Streaming terminal-output sanitizer (docs/jobs.md "The output pipe", decision D6): strips CSI/OSC
 // and two-byte escapes whole, folds CR overwrites, keeps lines, and carries a UTF-8
 // character split across chunks over to the next chunk.
 #include <string>

@@ -11,10 +11,10 @@ namespace shellctl::io::sandbox {
 // Applies the cut to the calling process (before no_new_privs and exec). False with `err`.
 bool cut_capabilities(std::string& err);
 
-// A native scope's job (native-scopes.md §6 step 3, S12): every capability set emptied
-// (effective, permitted, inheritable, ambient, bounding) and the securebits that would
-// give root's capabilities back on exec or setuid set and locked, so that uid 0 inside the
-// worker's user namespace is an ordinary user for the job. False with `err`.
+// A native scope's job (docs/native-scopes.md "The scoped job sandbox", S12): every capability
+// set emptied (effective, permitted, inheritable, ambient, bounding) and the securebits that
+// would give root's capabilities back on exec or setuid set and locked, so that uid 0 inside
+// the worker's user namespace is an ordinary user for the job. False with `err`.
 bool drop_all_capabilities(std::string& err);
 
 // The names a root job keeps, for the README and the tests ("cap_chown", ...).

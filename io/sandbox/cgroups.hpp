@@ -1,12 +1,12 @@
 #pragma once
-// Whole-tree containment of jobs in cgroup v2 (extensions.md §E5), the one file for the
-// kernel's cgroup interface (nsjail keeps its cgroup2.cc the same way). Every job gets a
+// Whole-tree containment of jobs in cgroup v2 (docs/jobs.md "Containment"), the one file for
+// the kernel's cgroup interface (nsjail keeps its cgroup2.cc the same way). Every job gets a
 // child cgroup `job-<id>` of the server's job root; the runner's child enters it before
-// anything of the job runs (open_procs in the runner, enter in its child), so a process
-// the job starts — setsid, nohup, a double fork — is born inside it. Ending the job is
-// `cgroup.kill` (every process of the tree at once, forks in flight included), then the
-// wait for `populated 0` (woken by the kernel's change notification on cgroup.events,
-// never a sleep loop), then rmdir.
+// anything of the job runs (open_procs in the runner, enter in its child), so a process the job
+// starts — setsid, nohup, a double fork — is born inside it. Ending the job is `cgroup.kill`
+// (every process of the tree at once, forks in flight included), then the wait for
+// `populated 0` (woken by the kernel's change notification on cgroup.events, never a sleep
+// loop), then rmdir.
 //
 // The job root:
 // * given (--cgroup-root / SHELLCTL_CGROUP_ROOT): that directory belongs to this server;

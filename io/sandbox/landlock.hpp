@@ -1,6 +1,6 @@
 #pragma once
-// Landlock filesystem isolation for a job (runtime.md §6, decisions D7 and the seed's
-// "fail closed"): applied by the runner's child role just before execve. Any error other
+// Landlock filesystem isolation for a job (docs/security.md "The job sandbox", decision D7:
+// fail closed): applied by the runner's child role just before execve. Any error other
 // than a missing configured path is fatal; the caller then exits 125 without running the
 // script.
 #include <string>

@@ -22,10 +22,10 @@ ns_clone clone_into_namespaces(std::string& err);
 // owners and the job keeps the uid the server runs as. Written by the parent.
 bool map_ids(pid_t child, uid_t uid, gid_t gid, std::string& err);
 
-// A cgroup namespace rooted at the caller's cgroup (the job's own, extensions.md §E5): the
-// job then sees its cgroup as "/", and the kernel refuses to move any of its processes to
-// a cgroup outside it, even where a cgroup file system is in reach. For the job's PID 1,
-// after it entered the job's cgroup. False with `err`.
+// A cgroup namespace rooted at the caller's cgroup (the job's own, docs/jobs.md "Containment"):
+// the job then sees its cgroup as "/", and the kernel refuses to move any of its processes to a
+// cgroup outside it, even where a cgroup file system is in reach. For the job's PID 1, after it
+// entered the job's cgroup. False with `err`.
 bool new_cgroup_namespace(std::string& err);
 
 // Whether this process can create the namespaces (forks a short-lived child that tries);
@@ -35,12 +35,12 @@ bool new_cgroup_namespace(std::string& err);
 // uid_map, so the probe would report a failure the runner (dumpable after exec) never has.
 bool namespaces_available(std::string& why);
 
-// What a native test scope needs (native-scopes.md §3, check `namespaces`): a probe child
-// creates user, mount, PID and net namespaces (in-namespace root mapped to our uid, as the
-// scope worker is), and as PID 1 there mounts a tmpfs, a procfs and an overlay whose upper
-// layer is on that tmpfs, and sets a user xattr on the tmpfs (the overlay's own bookkeeping
-// in a user namespace; Linux >= 6.6). Nothing outlives the probe. False with the step that
-// failed and the kernel's reason.
+// What a native test scope needs (the supervisor's startup check `namespaces`,
+// docs/native-scopes.md "The scope service"): a probe child creates user, mount, PID and net
+// namespaces (in-namespace root mapped to our uid, as the scope worker is), and as PID 1 there
+// mounts a tmpfs, a procfs and an overlay whose upper layer is on that tmpfs, and sets a user
+// xattr on the tmpfs (the overlay's own bookkeeping in a user namespace; Linux >= 6.6). Nothing
+// outlives the probe. False with the step that failed and the kernel's reason.
 bool scope_namespaces_available(std::string& why);
 
 // The answer of namespaces_available(), taken before the server hardens itself.

@@ -1,8 +1,8 @@
 #pragma once
-// Resource limits of a native scope's job (native-scopes.md §6 step 2, S15): the number of
-// open descriptors (RLIMIT_NOFILE) and the size of any one file it writes (RLIMIT_FSIZE).
-// Both the soft and the hard limit are lowered, so that the job cannot raise them again
-// (raising a hard limit needs CAP_SYS_RESOURCE, which it no longer holds).
+// Resource limits of a native scope's job (docs/native-scopes.md "The scoped job sandbox",
+// S15): the number of open descriptors (RLIMIT_NOFILE) and the size of any one file it writes
+// (RLIMIT_FSIZE). Both the soft and the hard limit are lowered, so that the job cannot raise
+// them again (raising a hard limit needs CAP_SYS_RESOURCE, which it no longer holds).
 #include <sys/resource.h>
 
 #include <cstdint>

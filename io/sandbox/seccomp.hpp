@@ -10,8 +10,9 @@
 
 namespace shellctl::io::sandbox {
 
-// Which jobs the filter is for. A native scope's job (native-scopes.md §6 step 5, S17)
-// also gets EPERM for capset: it holds no capability, and none may be asked for.
+// Which jobs the filter is for. A native scope's job
+// (docs/native-scopes.md "The scoped job sandbox", S17) also gets EPERM for capset: it holds no
+// capability, and none may be asked for.
 enum class job_filter { ordinary, scoped };
 
 // Loads the filter into the calling process (needs no_new_privs first). False with `err`.

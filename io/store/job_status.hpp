@@ -1,6 +1,6 @@
 #pragma once
 // A job's status and mode, and the one table each that spells them: the jobs table, the
-// API's JSON and the runner's argv all use these words (runtime.md §7, §8).
+// API's JSON and the runner's argv all use these words (docs/api.md "Statuses").
 #include <cstdint>
 #include <iterator>
 #include <optional>

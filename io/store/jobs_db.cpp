@@ -6,7 +6,7 @@
 namespace shellctl::io::store {
 namespace {
 
-// The legacy (user_version 0) table; migration 1 appends `mode` (runtime.md §8.2).
+// The legacy (user_version 0) table; migration 1 appends `mode` (docs/layout.md "The database").
 constexpr const char* create_table_sql = R"(CREATE TABLE IF NOT EXISTS jobs (
   job_id TEXT PRIMARY KEY,
   script_path TEXT NOT NULL,
@@ -259,7 +259,7 @@ std::optional<job_row> preview_record_exit(const job_row& row, std::int64_t code
 }
 
 bool jobs_db::apply(const std::string& job_id, const transition& t, const std::string& now) {
-  // One UPDATE ... WHERE status IN (...) is the compare-and-swap (runtime.md §8.3).
+  // One UPDATE ... WHERE status IN (...) is the compare-and-swap.
   bool terminal = is_terminal(t.target);
   bool starts = t.target == job_status::starting || t.target == job_status::running;
   std::string sql = "UPDATE jobs SET status = ?1, updated_at = ?2, reason = ?3, message = ?4";

@@ -1,5 +1,5 @@
 #pragma once
-// The jobs table in <state>/shellctl.db (runtime.md §8): schema, migration and the
+// The jobs table in <state>/shellctl.db (docs/layout.md "The database"): schema, migration and the
 // compare-and-swap status transitions. Used by the job_store actor (the server's one
 // connection) and by shellctl-runner-exit (its own short-lived connection).
 #include <sqlite3.h>
@@ -45,7 +45,7 @@ struct job_row {
   job_mode mode = job_mode::pty;  // an unknown word reads as pty, the column's default
 };
 
-// A generic CAS transition (runtime.md §8.3).
+// A generic CAS transition (docs/layout.md "The database").
 struct transition {
   job_status target;
   std::vector<job_status> allowed;

@@ -1,6 +1,6 @@
 #pragma once
-// Base64 with the URL-safe alphabet (RFC 4648 §5), for the native supervisor's tokens and
-// dify-agent's refs: one alphabet table, one decoder.
+// Base64 with the URL-safe alphabet (RFC 4648, section 5), for the native supervisor's tokens
+// and dify-agent's refs: one alphabet table, one decoder.
 #include <optional>
 #include <string>
 #include <string_view>

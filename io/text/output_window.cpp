@@ -12,7 +12,7 @@
 
 #include "io/text/utf8_unit.hpp"
 
-// Paging of output.log (http-api.md §5.3/§5.4, decision D6).
+// Paging of output.log (docs/api.md "Long-polls", decision D6).
 //
 // The file is read as a sequence of "units": a complete, well-formed UTF-8 character, or a
 // single invalid byte (shown as U+FFFD). Every window is a run of whole units, so the
@@ -74,11 +74,11 @@ struct file {
   }
 };
 
-// Step 1 of §5.3: when the cursor (buf[cur]) points into the middle of a well-formed
-// character that started before it, returns how many bytes remain of that character (the
-// skip). Returns 0 when the cursor is at a unit boundary, including a stray continuation byte
-// that belongs to no valid character (that byte is then its own invalid unit). `pending` is
-// set when the character is incomplete at the end of the file and could still be completed.
+// The window's first step: when the cursor (buf[cur]) points into the middle of a well-formed
+// character that started before it, returns how many bytes remain of that character (the skip).
+// Returns 0 when the cursor is at a unit boundary, including a stray continuation byte that
+// belongs to no valid character (that byte is then its own invalid unit). `pending` is set when
+// the character is incomplete at the end of the file and could still be completed.
 std::size_t mid_char_skip(const unsigned char* buf, std::size_t cur, std::size_t n,
                           bool eof_is_final, bool& pending) {
   pending = false;
@@ -101,9 +101,10 @@ struct decoded {
 };
 
 // Appends whole units of buf[pos, n) to `out` while they fit in `budget` bytes. When nothing
-// fits, takes exactly one unit anyway (§5.3 rule 4) so that a tiny limit still progresses.
-// `at_eof`: buf ends where the file ends. `eof_is_final`: the file will not grow any more, so
-// an incomplete character there is invalid bytes rather than a character still being written.
+// fits, takes exactly one unit anyway (as the original does) so that a tiny limit still
+// progresses. `at_eof`: buf ends where the file ends. `eof_is_final`: the file will not grow
+// any more, so an incomplete character there is invalid bytes rather than a character still
+// being written.
 decoded decode_units(const unsigned char* buf, std::size_t pos, std::size_t n, std::uint64_t budget,
                      bool at_eof, bool eof_is_final, std::string& out) {
   decoded r;
@@ -127,14 +128,14 @@ decoded decode_units(const unsigned char* buf, std::size_t pos, std::size_t n, s
       len = valid ? static_cast<std::size_t>(u.len) : 1;
     }
     const std::size_t used = i - pos;
-    if (used + len > budget && used > 0) break;  // rule 3 (rule 4 when used == 0)
+    if (used + len > budget && used > 0) break;  // the prefix that fits (one unit if used == 0)
     if (!valid) {
       flush();
       out.append(utf8::replacement, 3);
       run = i + 1;
     }
     i += len;
-    if (used + len > budget) break;  // rule 4: the one unit taken beyond an empty budget
+    if (used + len > budget) break;  // the one unit taken beyond an empty budget
   }
   flush();
   r.consumed = i - pos;
@@ -177,7 +178,7 @@ output_window read_output_window(const std::string& path, std::uint64_t offset, 
 
   // Look-back bytes decide whether the cursor is inside a character. After the cursor we need
   // budget + 3 bytes to judge the last unit that may fit, and 4 bytes past a skip of up to 3
-  // for rule 4: max(limit, 3) + 4 covers both.
+  // for the one unit an empty budget still takes: max(limit, 3) + 4 covers both.
   const std::uint64_t back = offset < k_look_back ? offset : k_look_back;
   const std::uint64_t want = sat_add(limit < 3 ? 3 : limit, k_max_char);
   const std::uint64_t ahead = want < size - offset ? want : size - offset;
@@ -217,7 +218,7 @@ output_window read_output_tail(const std::string& path, std::uint64_t limit) {
   if (n <= cur) return {std::string(), start, false};
 
   // The tail has no notion of "job done": an incomplete character at the end is dropped
-  // (§5.4), so `offset` stays before it.
+  // (as the original's tail does), so `offset` stays before it.
   bool pending = false;
   const std::size_t skip = mid_char_skip(buf, cur, n, false, pending);
   output_window w{std::string(), start, false};

@@ -1,5 +1,5 @@
 #pragma once
-// Paging of a job's output.log (http-api.md §5.3, §5.4 and decision D6).
+// Paging of a job's output.log (docs/api.md "Long-polls" and decision D6).
 //
 // Windows are cut on UTF-8 character boundaries; concatenating the windows a client
 // receives reproduces the file byte-for-byte, except that bytes which are not valid
@@ -31,11 +31,11 @@ std::uint64_t file_size_or_zero(const std::string& path);
 // Seconds since the file was last modified (its last write), 0 when it does not exist.
 double seconds_since_modified(const std::string& path);
 
-// Window of at most `limit` bytes starting at `offset` (§5.3). A missing file is empty.
+// Window of at most `limit` bytes starting at `offset`. A missing file is empty.
 output_window read_output_window(const std::string& path, std::uint64_t offset,
                                  std::uint64_t limit, bool job_done);
 
-// Last `limit` bytes (§5.4); `truncated` is always false.
+// Last `limit` bytes (GET /v1/jobs/{id}/log/tail); `truncated` is always false.
 output_window read_output_tail(const std::string& path, std::uint64_t limit);
 
 }  // namespace shellctl::io::text

@@ -1,6 +1,6 @@
 #pragma once
-// Quoting for the shell strings tmux runs (runtime.md §3.2): each word in single quotes,
-// a ' inside a word becomes '\''.
+// Quoting for the shell strings tmux runs (docs/jobs.md "Starting a job"): each word in single
+// quotes, a ' inside a word becomes '\''.
 #include <string>
 #include <string_view>
 #include <vector>

@@ -46,7 +46,7 @@ class control_client {
   std::thread reader_;
 };
 
-// Does tmux's error text mean "the target is missing" (runtime.md §3)?
+// Does tmux's error text mean "the target is missing" (can't find pane or session, no server)?
 bool is_target_missing(const std::string& error_text);
 
 }  // namespace shellctl::io::tmux

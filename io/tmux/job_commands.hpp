@@ -1,6 +1,6 @@
 #pragma once
-// The tmux command lines of a job's life (runtime.md §3): its session, its output pipe,
-// ^C, pasted input, the pane query of recovery and the session's end. Built with
+// The tmux command lines of a job's life (docs/jobs.md "Starting a job"): its session, its
+// output pipe, ^C, pasted input, the pane query of recovery and the session's end. Built with
 // io/tmux/command.hpp, so no request data becomes tmux syntax; answers read back here.
 #include <cstdint>
 #include <optional>
@@ -34,12 +34,12 @@ struct pipe_settings {
   std::string budget_helper;
   std::string budget_db;
 };
-// The program pipe-pane runs (runtime.md §3.3, the fast path of issue 15): `sh -c` execs
-// the sanitizer, which appends to output.log and writes .pipe-drained or .pipe-failed
-// itself. No shellctl-runner-exit: the server records the exit from the artifacts it
-// watches, and recovery does so for a job that ended while the server was down (the
-// startup retention GC waits for recovery's settles). A sanitizer that dies without a
-// marker is seen by the server as the close of output.log (IN_CLOSE_WRITE).
+// The program pipe-pane runs (docs/jobs.md "The output pipe", the fast path of issue 15):
+// `sh -c` execs the sanitizer, which appends to output.log and writes .pipe-drained or
+// .pipe-failed itself. No shellctl-runner-exit: the server records the exit from the artifacts
+// it watches, and recovery does so for a job that ended while the server was down (the startup
+// retention GC waits for recovery's settles). A sanitizer that dies without a marker is seen by
+// the server as the close of output.log (IN_CLOSE_WRITE).
 std::string pipe_program(const fs::job_dir& dir, const std::string& output_log,
                          const pipe_settings& s);
 // pipe-pane, then display-message printing #{pane_pipe}.
@@ -50,7 +50,7 @@ bool pipe_active(const std::vector<std::string>& display_output);
 std::string kill_session_line(const std::string& session);
 std::string interrupt_line(const std::string& pane);  // send-keys C-c
 std::string eof_line(const std::string& pane);        // send-keys C-d: the terminal's EOF
-// resize-window to cols x rows (extensions.md §E3): the window's size becomes manual, so
+// resize-window to cols x rows (docs/api.md "Job control"): the window's size becomes manual, so
 // no client's size changes it back; the pane's program gets SIGWINCH.
 std::string resize_line(const std::string& pane, int cols, int rows);
 // display-message of the pane's size, and its reading ("cols rows"); nullopt if unreadable.

@@ -1,8 +1,8 @@
 #pragma once
-// The file-system view of a native scope's job (native-scopes.md §6 step 1; S12–S14),
-// built by the job's PID-1 init inside its own mount namespace, in the worker's. Unlike an
-// ordinary job's world (job_world.hpp), nothing of the host is granted by path: the root is
-// a small private tmpfs holding exactly
+// The file-system view of a native scope's job (docs/native-scopes.md "The scoped job sandbox";
+// S12–S14), built by the job's PID-1 init inside its own mount namespace, in the worker's.
+// Unlike an ordinary job's world (job_world.hpp), nothing of the host is granted by path: the
+// root is a small private tmpfs holding exactly
 //   /usr /bin /sbin /lib /lib64 /etc   read-only binds of the image root (symlinks stay
 //                                      symlinks), nosuid, nodev;
 //   /home/dify /workspace /tmp         the scope's payload (Home is the worker's overlay of

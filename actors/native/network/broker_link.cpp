@@ -62,7 +62,7 @@ void broker_link(caf::blocking_actor* self, std::shared_ptr<const broker_setting
   if (!idx || *idx >= cfg->pins.size()) {
     say(conn_fd, "ERR bad_request\n");
   } else {
-    // One connection unit per dial, committed before the dial (§7).
+    // One connection unit per dial, committed before the dial (S22).
     const auto unit = ask(catalog_net_dial{cfg->scope_id});
     if (!unit.error.empty()) {
       say(conn_fd, "ERR broker_failed\n");

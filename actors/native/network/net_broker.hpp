@@ -1,13 +1,14 @@
 #pragma once
-// net_broker: one scope generation's network broker (native-scopes.md §7, S21-S24), in the
-// supervisor. It listens on broker.sock in the scope's host directory — a directory only the
-// scope's worker has bound (never a job's root, S14) — and admits a connection only from the
-// worker process itself: the kernel's SO_PEERCRED must name the worker's PID (in our PID
-// namespace) and the dedicated UID. Each admitted connection becomes a broker_link; at most
-// four live at once (a fifth is answered `ERR connection_cap`). The broker and its links
-// end when the stop descriptor hangs up (the scope actor closes its write end when the scope
-// is destroyed or the supervisor stops): links close both their sockets at once, the broker
-// waits for every link, removes its socket and quits. Blocking (detached): accept and poll.
+// net_broker: one scope generation's network broker
+// (docs/native-scopes.md "The network broker", S21-S24), in the supervisor. It listens on
+// broker.sock in the scope's host directory — a directory only the scope's worker has bound
+// (never a job's root, S14) — and admits a connection only from the worker process itself: the
+// kernel's SO_PEERCRED must name the worker's PID (in our PID namespace) and the dedicated UID.
+// Each admitted connection becomes a broker_link; at most four live at once (a fifth is
+// answered `ERR connection_cap`). The broker and its links end when the stop descriptor hangs
+// up (the scope actor closes its write end when the scope is destroyed or the supervisor
+// stops): links close both their sockets at once, the broker waits for every link, removes its
+// socket and quits. Blocking (detached): accept and poll.
 #include <sys/types.h>
 
 #include <caf/all.hpp>

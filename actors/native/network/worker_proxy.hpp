@@ -1,11 +1,11 @@
 #pragma once
-// worker_proxy: a scope's loopback proxy (native-scopes.md §7, S21), in its worker. The
-// scope's network namespace has only `lo`; with targets, jobs (which share that namespace)
-// get HTTP_PROXY, HTTPS_PROXY and ALL_PROXY (lowercase too) = http://127.0.0.1:3128, and
-// this is what listens there. At most four connections live at once; a fifth is answered
-// `503` and closed. Each one is a proxy_link. It runs inside the worker process itself:
-// the broker admits only the worker's PID, so the dial cannot come from anywhere else.
-// Blocking (detached): accept and poll; it ends when the stop descriptor hangs up.
+// worker_proxy: a scope's loopback proxy (docs/native-scopes.md "The network broker", S21), in
+// its worker. The scope's network namespace has only `lo`; with targets, jobs (which share that
+// namespace) get HTTP_PROXY, HTTPS_PROXY and ALL_PROXY (lowercase too) = http://127.0.0.1:3128,
+// and this is what listens there. At most four connections live at once; a fifth is answered
+// `503` and closed. Each one is a proxy_link. It runs inside the worker process itself: the
+// broker admits only the worker's PID, so the dial cannot come from anywhere else. Blocking
+// (detached): accept and poll; it ends when the stop descriptor hangs up.
 #include <caf/all.hpp>
 
 #include <chrono>

@@ -1,11 +1,11 @@
 #pragma once
-// The network broker's addresses (native-scopes.md §7, S22): which addresses a scope may
-// reach, and the pins a create request's targets resolve to. A target's host is resolved
-// once, at creation; every address it yields is kept only if it is public — never the
-// private, loopback, link-local, metadata, multicast or reserved ranges of §7 (nor their
-// IPv4-mapped or NAT64 forms) — unless it is exactly the administrator's mediator IP:port.
-// The broker later dials only these pinned addresses: a name cannot be re-resolved to
-// somewhere else after the fact (DNS rebinding).
+// The network broker's addresses (docs/native-scopes.md "The network broker", S22): which
+// addresses a scope may reach, and the pins a create request's targets resolve to. A target's
+// host is resolved once, at creation; every address it yields is kept only if it is public —
+// never the private, loopback, link-local, metadata, multicast or reserved ranges (nor their
+// IPv4-mapped or NAT64 forms) — unless it is exactly the administrator's mediator IP:port. The
+// broker later dials only these pinned addresses: a name cannot be re-resolved to somewhere
+// else after the fact (DNS rebinding).
 #include <netinet/in.h>
 #include <sys/socket.h>
 
@@ -29,7 +29,7 @@ std::optional<net_endpoint> parse_endpoint(const std::string& ip, std::uint16_t 
 // "IP:port" or "[IPv6]:port" (the mediator's spelling).
 std::optional<net_endpoint> parse_ip_port(const std::string& text);
 
-// §7's denied ranges, for v4, v6, v4-mapped (::ffff:0:0/96), v4-compatible (::/96) and
+// The denied ranges, for v4, v6, v4-mapped (::ffff:0:0/96), v4-compatible (::/96) and
 // NAT64 (64:ff9b::/96, 64:ff9b:1::/48) forms.
 bool denied_address(const net_endpoint& e);
 // Allowed: not denied, or equal (address and port) to the mediator.

@@ -1,13 +1,12 @@
 #pragma once
-// One proxied connection's bytes (native-scopes.md §7): copies both ways between two
-// connected sockets — each direction on its own, so that neither waits for the other —
-// until both sides are done, the deadline passes (the 60 s cap), the stop
-// descriptor becomes readable or hangs up (the scope is being destroyed), or the budget is
-// spent. Before each read(2) the `reserve` callback is asked for up to 64 KiB and the read
-// takes at most what it granted (the broker charges the scope's byte budget there, FULL,
-// before the bytes exist; a short read may overcharge, nothing is refunded). A grant of 0
-// ends the relay and both sides are closed by the caller. Blocking: for a thread or a
-// detached actor of its own.
+// One proxied connection's bytes (docs/native-scopes.md "The network broker"): copies both ways
+// between two connected sockets — each direction on its own, so that neither waits for the
+// other — until both sides are done, the deadline passes (the 60 s cap), the stop descriptor
+// becomes readable or hangs up (the scope is being destroyed), or the budget is spent. Before
+// each read(2) the `reserve` callback is asked for up to 64 KiB and the read takes at most what
+// it granted (the broker charges the scope's byte budget there, FULL, before the bytes exist; a
+// short read may overcharge, nothing is refunded). A grant of 0 ends the relay and both sides
+// are closed by the caller. Blocking: for a thread or a detached actor of its own.
 #include <chrono>
 #include <cstddef>
 #include <functional>

@@ -1,7 +1,8 @@
 #pragma once
 // The Unix stream sockets between a scope's worker and its supervisor's broker
-// (native-scopes.md §7): listen, connect, the kernel's word on who the peer is
-// (SO_PEERCRED: pid and uid as of connect, in our PID namespace), and a bounded line read.
+// (docs/native-scopes.md "The network broker"): listen, connect, the kernel's word on who the
+// peer is (SO_PEERCRED: pid and uid as of connect, in our PID namespace), and a bounded line
+// read.
 #include <sys/types.h>
 
 #include <chrono>

@@ -1,6 +1,7 @@
 #pragma once
-// The two small protocols of a scope's network path (native-scopes.md §7), read strictly and
-// kept pure so that they can be fuzzed:
+// The two small protocols of a scope's network path
+// (docs/native-scopes.md "The network broker"), read strictly and kept pure so that they can be
+// fuzzed:
 //  - what a job sends the worker's proxy at 127.0.0.1:3128: `CONNECT host:port HTTP/1.x`
 //    (an opaque tunnel) or an absolute-form `METHOD http://host[:port]/path HTTP/1.x`
 //    request, which is forwarded in origin form. The authority must equal one of the

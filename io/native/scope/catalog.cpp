@@ -89,7 +89,7 @@ std::optional<scope_state> parse_state(std::string_view s) {
 }
 
 catalog::catalog(const std::string& path)
-    // FULL on every connection: each state is durable before anything acts on it (§4.4).
+    // FULL on every connection: each state is durable before anything acts on it.
     : db_(store::open_full_sync(path, 5000)) {
   try {
     statement v(db_, "PRAGMA user_version");

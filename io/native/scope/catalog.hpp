@@ -1,10 +1,11 @@
 #pragma once
-// The native test supervisor's catalog, <state>/native/catalog.db (native-scopes.md §5): the
-// one durable record of every scope and of every generation ever destroyed. WAL with
-// synchronous=FULL on every connection: a scope's state is committed before it is acted on
-// (§4.4), so a crash never leaves a worker the catalog does not know of. Every state change
-// is a compare-and-swap (`UPDATE … WHERE state IN (…)`): two deciders cannot both win.
-// Used by one actor (native_catalog, the only writer); tests open their own files.
+// The native test supervisor's catalog, <state>/native/catalog.db
+// (docs/native-scopes.md "The scope service"): the one durable record of every scope and of
+// every generation ever destroyed. WAL with synchronous=FULL on every connection: a scope's
+// state is committed before it is acted on, so a crash never leaves a worker the catalog does
+// not know of. Every state change is a compare-and-swap (`UPDATE … WHERE state IN (…)`): two
+// deciders cannot both win. Used by one actor (native_catalog, the only writer); tests open
+// their own files.
 #include <sqlite3.h>
 
 #include <cstdint>
@@ -56,7 +57,7 @@ struct tombstone {
   std::string destroyed_at;
 };
 
-// A scope's network (§7): its targets' pinned addresses and its aggregate budget. Kept in
+// A scope's network (S22): its targets' pinned addresses and its aggregate budget. Kept in
 // native_net_pins and native_net_budget from creation until the tombstone; the budget's
 // counters only ever grow (each charge a CAS: `UPDATE … WHERE used + n <= limit`).
 struct scope_network {
@@ -112,7 +113,7 @@ class catalog {
   // The network's pins (by index) and budget; none for a scope without targets.
   std::vector<pinned_target> net_pins(const std::string& scope_id);
   std::optional<net_usage> net_budget(const std::string& scope_id);
-  // One connection unit (each dial, §7). False: none left (or no budget).
+  // One connection unit (each dial). False: none left (or no budget).
   bool charge_net_connection(const std::string& scope_id);
   // Reserves min(max, what is left) bytes before a read: the bytes granted, 0 when spent.
   std::uint64_t reserve_net_bytes(const std::string& scope_id, std::uint64_t max);

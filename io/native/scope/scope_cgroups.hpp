@@ -1,12 +1,12 @@
 #pragma once
-// Where a scope's processes live (native-scopes.md §2): the scope's cgroup
+// Where a scope's processes live (docs/native-scopes.md "The scope service"): the scope's cgroup
 // `<U>/<scope_id>.g<generation>/` carries its bounds, its worker is born into `worker/`
 // below it (clone3 CLONE_INTO_CGROUP), and each job gets a leaf `job-<id>` beside it. The
 // scope is destroyed by ending that whole tree (cgroup.kill, `populated 0`, rmdir:
 // io/sandbox/cgroups.hpp).
 //
 // Production is `delegated_cgroups`: the unit cgroup's cpu, memory and pids controllers
-// enforce every bound, or the supervisor never starts (its startup checks). §9's test
+// enforce every bound, or the supervisor never starts (its startup checks). The test
 // backend `group_only`, which groups, kills and freezes but enforces no bound, exists only
 // in tests/native/harness: no build of `shellctl` can run scopes without their bounds.
 #include <chrono>
@@ -27,7 +27,7 @@ class scope_cgroups {
   // cgroup_controllers).
   virtual std::vector<std::string> enforced() const = 0;
   // "" when scopes with `held` limits plus one with `wanted` fit the unit's cpu, memory
-  // and pids (§4.3 step 5), else why not.
+  // and pids, else why not.
   virtual std::string fits(const std::vector<scope_limits>& held, const scope_limits& wanted) const = 0;
   // Creates the scope's cgroup with its bounds, and `worker/` below it. False with err;
   // nothing is left behind then.

@@ -1,8 +1,8 @@
 #pragma once
-// The field rules of a native test scope (native-scopes.md §4.1, §4.3): what a client may
-// send as a scope id, a generation (body field and X-Scope-Generation header), a binding
-// ref, a base snapshot or input file ref, and the limits. Pure functions: the edge turns a
-// refusal into 400/422 with the spec's code.
+// The field rules of a native test scope (docs/native-scopes.md "The scope service"): what a
+// client may send as a scope id, a generation (body field and X-Scope-Generation header), a
+// binding ref, a base snapshot or input file ref, and the limits. Pure functions: the edge
+// turns a refusal into 400/422 with its documented error code.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -22,7 +22,7 @@ bool valid_binding_ref(std::string_view s);
 // A relative path of [A-Za-z0-9._-]+ segments, none of them "." or "..", no empty one.
 bool valid_ref(std::string_view s);
 
-// `limits` of a create request (§4.3), every key required.
+// `limits` of a create request, every key required.
 struct scope_limits {
   std::uint64_t cpu_millicores = 0, memory_bytes = 0, swap_bytes = 0, pids = 0;
   std::uint64_t disk_bytes = 0, input_bytes = 0, output_bytes = 0;

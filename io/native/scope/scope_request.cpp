@@ -11,7 +11,7 @@
 namespace shellctl::io::native {
 namespace {
 
-// The limits' keys, in §4.3's order, with where each value goes.
+// The limits' keys, in the documented order, with where each value goes.
 struct limit_key {
   const char* name;
   std::uint64_t scope_limits::*field;

@@ -1,9 +1,9 @@
 #pragma once
-// The body of `POST /v1/test-scopes` (native-scopes.md §4.3), read strictly: exactly the
-// keys of the table, each of its type and rule (io/native/scope/scope_fields.hpp); an unknown,
-// missing, duplicate or null key is refused. Bad JSON is 400 invalid_request, everything
-// else 422 validation_error. Pure: the refs are resolved, the digest compared and the
-// targets resolved later (the steps after validation).
+// The body of `POST /v1/test-scopes` (docs/native-scopes.md "The scope service"), read
+// strictly: exactly the keys of the table, each of its type and rule
+// (io/native/scope/scope_fields.hpp); an unknown, missing, duplicate or null key is refused.
+// Bad JSON is 400 invalid_request, everything else 422 validation_error. Pure: the refs are
+// resolved, the digest compared and the targets resolved later (the steps after validation).
 //
 // Also the pinned fields' canonical JSON, as the catalog keeps them and views show them.
 #include <cstdint>
@@ -47,7 +47,7 @@ std::variant<create_request, request_problem> parse_create_request(std::string_v
                                                                    std::int64_t now,
                                                                    std::int64_t horizon_seconds);
 
-// The pinned values as JSON, keys in §4.3's order (the catalog's text and the view's).
+// The pinned values as JSON, keys in the documented order (the catalog's text and the view's).
 std::string limits_json(const scope_limits& l);
 void write_limits(json::writer& w, const scope_limits& l);
 std::optional<scope_limits> limits_from_json(std::string_view json);

@@ -1,7 +1,8 @@
 #pragma once
-// A scope worker's storage (native-scopes.md §5 step 2; S13, S18, S19), mounted by the worker
-// inside its own user and mount namespaces on `dir` (/run/dify-native; a small tmpfs of its
-// own is mounted there first, so the worker needs no write access to the host's `dir`):
+// A scope worker's storage (docs/native-scopes.md "The scope worker"; S13, S18, S19), mounted
+// by the worker inside its own user and mount namespaces on `dir` (/run/dify-native; a small
+// tmpfs of its own is mounted there first, so the worker needs no write access to the host's
+// `dir`):
 //   dir/spool     a tmpfs of spool_bytes (input + output + 1 MiB): the worker's catalog,
 //                 tmux's socket, the jobs' directories and output;
 //   dir/payload   a tmpfs of disk_bytes: home/ (a private copy of the base snapshot),

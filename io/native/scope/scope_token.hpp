@@ -1,6 +1,6 @@
 #pragma once
-// The native test supervisor's credentials (native-scopes.md §4.2), pure functions of the
-// control token T:
+// The native test supervisor's credentials (docs/native-scopes.md "The scope service"), pure
+// functions of the control token T:
 // * the scope token (the transport handle a client sends as X-Scope-Token):
 //   `nst1.<nonce>.<mac>` in base64url, mac = HMAC(K_tok, "nst1|scope_id|generation|
 //   worker_pid|worker_starttime|boot_id|<nonce as sent>"), K_tok = HMAC-SHA256(T,
@@ -17,7 +17,7 @@
 
 namespace shellctl::io::native {
 
-// Who a scope's worker is: fixed at its spawn, committed with the scope (§5).
+// Who a scope's worker is: fixed at its spawn, committed with the scope (S11).
 struct worker_identity {
   std::string scope_id;
   std::uint64_t generation = 0;

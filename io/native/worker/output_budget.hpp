@@ -1,13 +1,14 @@
 #pragma once
-// The output budget as the job's output copiers see it (native-scopes.md §6, S16, S20): the
-// PTY sanitizer and the runner's stdio copier reserve n bytes in the worker's catalog
-// before they write n bytes of output. They are static helpers without SQLite, so the
-// reservations go through one co-process per copier, `shellctl native-budget --db DB`
-// (io/native/worker/worker_budget.hpp on the other side), over a pipe pair: "reserve <n>\n" is
-// answered "<granted>\n". When less is granted than asked, the copier writes what fits,
-// creates the job's overflow marker (io/fs/job_dir.hpp: `.output-overflow`) and writes nothing more: the worker then
-// fails the job (output_budget_exhausted) and kills its tree. A helper that cannot be
-// reached grants nothing: without a budget there is no output.
+// The output budget as the job's output copiers see it
+// (docs/native-scopes.md "The scoped job sandbox", S16, S20): the PTY sanitizer and the
+// runner's stdio copier reserve n bytes in the worker's catalog before they write n bytes of
+// output. They are static helpers without SQLite, so the reservations go through one co-process
+// per copier, `shellctl native-budget --db DB` (io/native/worker/worker_budget.hpp on the other
+// side), over a pipe pair: "reserve <n>\n" is answered "<granted>\n". When less is granted than
+// asked, the copier writes what fits, creates the job's overflow marker (io/fs/job_dir.hpp:
+// `.output-overflow`) and writes nothing more: the worker then fails the job
+// (output_budget_exhausted) and kills its tree. A helper that cannot be reached grants nothing:
+// without a budget there is no output.
 #include <sys/types.h>
 
 #include <cstdint>

@@ -1,6 +1,6 @@
 #pragma once
 // A scope worker's budgets, in its catalog spool/shellctl.db next to the ordinary jobs table
-// (native-scopes.md §5 "Worker catalog", S19, S20): the scope's identity, and one row of
+// (docs/native-scopes.md "The scope worker", S19, S20): the scope's identity, and one row of
 // limits and counters for input bytes, output bytes and admitted jobs. WAL with
 // synchronous=FULL on every connection.
 //
@@ -22,7 +22,7 @@ namespace shellctl::io::native {
 struct budget_limits {
   std::uint64_t input_bytes = 0;
   std::uint64_t output_bytes = 0;
-  std::uint64_t jobs = 0;  // max_jobs, at most 64 (§4.3)
+  std::uint64_t jobs = 0;  // max_jobs, at most 64 (S19)
 };
 
 struct budget_usage {
@@ -38,7 +38,7 @@ struct scope_identity {
   std::string created_at;
 };
 
-// Admission's answer (§4.5): the 409 codes it maps to are in the names.
+// Admission's answer: the 409 codes it maps to are in the names.
 enum class admission { admitted, job_capacity_exhausted, input_budget_exhausted, duplicate_job };
 
 struct worker_budget_error : std::runtime_error {

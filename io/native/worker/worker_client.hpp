@@ -1,8 +1,9 @@
 #pragma once
-// The supervisor's calls to a scope's worker (native-scopes.md §5 "Control socket"): one
-// HTTP/1.1 exchange over the worker's unix socket through libcurl, with the worker control
-// token as bearer. Blocking (for a detached actor or a thread of its own). The answer is
-// relayed as it came: status, content type and body.
+// The supervisor's calls to a scope's worker over its control socket
+// (docs/native-scopes.md "The scope worker"): one HTTP/1.1 exchange over the worker's unix
+// socket through libcurl, with the worker control token as bearer. Blocking (for a detached
+// actor or a thread of its own). The answer is relayed as it came: status, content type and
+// body.
 #include <string>
 
 namespace shellctl::io::native {

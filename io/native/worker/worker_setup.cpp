@@ -12,7 +12,7 @@ namespace shellctl::io::native {
 namespace {
 
 constexpr std::size_t kMaxMessage = 64 * 1024;
-constexpr std::size_t kMaxFds = 2 + 64;  // base, host dir, at most 64 inputs (§4.3)
+constexpr std::size_t kMaxFds = 2 + 64;  // base, host dir, at most 64 inputs
 
 std::uint64_t u64(std::int64_t v) { return static_cast<std::uint64_t>(v); }
 

@@ -1,10 +1,10 @@
 #pragma once
-// What a scope's worker is told when it starts (native-scopes.md §5 "Spawn"): one message on
-// the setup socket (a SOCK_SEQPACKET socketpair, fd 3 in the worker), never argv or env:
-// JSON parameters with the control token, and the descriptors it needs (SCM_RIGHTS) — the
-// base snapshot's directory, the scope's host directory (control socket, 0700) and each
-// input file, all opened by the supervisor beneath its roots. The worker answers on the same
-// socket once it serves ({"ok":true}) or why it cannot ({"ok":false,"error":...}).
+// What a scope's worker is told when it starts (docs/native-scopes.md "The scope worker"): one
+// message on the setup socket (a SOCK_SEQPACKET socketpair, fd 3 in the worker), never argv or
+// env: JSON parameters with the control token, and the descriptors it needs (SCM_RIGHTS) — the
+// base snapshot's directory, the scope's host directory (control socket, 0700) and each input
+// file, all opened by the supervisor beneath its roots. The worker answers on the same socket
+// once it serves ({"ok":true}) or why it cannot ({"ok":false,"error":...}).
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -17,7 +17,7 @@ namespace shellctl::io::native {
 struct worker_limits {
   std::uint64_t input_bytes = 0, output_bytes = 0, max_jobs = 0, disk_bytes = 0;
   std::uint64_t open_files = 0, file_bytes = 0;
-  // A job's wall deadline (§4.5): min(job_wall_seconds, the scope's deadline), 0 = none.
+  // A job's wall deadline: min(job_wall_seconds, the scope's deadline), 0 = none.
   std::uint64_t job_wall_seconds = 0;
   std::uint64_t deadline_epoch = 0;  // the scope's deadline, seconds since the epoch
 };
@@ -31,7 +31,7 @@ struct worker_setup {
   std::string image_root = "/";
   worker_limits limits;
   std::vector<std::string> input_refs;  // in the order of their descriptors
-  // The network targets, by index (§7): the worker's proxy serves them when there are any,
+  // The network targets, by index: the worker's proxy serves them when there are any,
   // dialling through broker.sock in the host directory.
   std::vector<proxy_target> targets;
   // The paths the host directory and the inputs were opened at. A descriptor's mount

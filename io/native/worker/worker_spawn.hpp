@@ -1,11 +1,11 @@
 #pragma once
-// The supervisor starts a scope's worker (native-scopes.md §5 "Spawn"): one clone3 with new
-// user, mount, PID, network, IPC and UTS namespaces, straight into the scope's worker cgroup
-// (CLONE_INTO_CGROUP: nothing of the worker ever runs outside it) and with a pidfd
-// (CLONE_PIDFD: the identity that cannot be confused with a reused pid). The worker's root
-// is mapped to the supervisor's uid and gid; `setup_fd` becomes its fd 3; then it execs
-// `<exe> native-worker --setup-fd 3` with an empty environment (its settings come over
-// that socket only).
+// The supervisor starts a scope's worker (docs/native-scopes.md "The scope worker"): one clone3
+// with new user, mount, PID, network, IPC and UTS namespaces, straight into the scope's worker
+// cgroup (CLONE_INTO_CGROUP: nothing of the worker ever runs outside it) and with a pidfd
+// (CLONE_PIDFD: the identity that cannot be confused with a reused pid). The worker's root is
+// mapped to the supervisor's uid and gid; `setup_fd` becomes its fd 3; then it execs
+// `<exe> native-worker --setup-fd 3` with an empty environment (its settings come over that
+// socket only).
 #include <sys/types.h>
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-"""End-to-end tests for `dify-agent` (spec: shared/spec/agent-cli.md).
+"""End-to-end tests for `dify-agent` (docs/dify-agent.md).
 
 Each test starts a real HTTP/1.1 Agent Stub (tests/support/agent_stub.py) on loopback, runs the
 binary with a minimal environment (PATH, HOME, the two Agent Stub variables) in a temporary cwd,
@@ -35,8 +35,8 @@ MiB = 1024 * 1024
 
 os.umask(0o022)  # the CLI inherits it; file modes below assume it
 
-# Help texts from the checked-in snapshot (_agent_cli_help.json, 4b3948d); §7 asks for them
-# byte for byte. Only commands the prompt/drive decisions do not change are listed.
+# Help texts from the checked-in snapshot (_agent_cli_help.json, 4b3948d), which the CLI must
+# print byte for byte. Only commands the prompt/drive decisions do not change are listed.
 HELP = {
     "connect": (
         "Establish one Agent Stub connection using the current environment.\n\n"
@@ -223,7 +223,7 @@ class CLITest(unittest.TestCase):
 
 # ---------------------------------------------------------------------------------------
 class PreDispatchTest(CLITest):
-    """§2: what happens before the command tree."""
+    """The pre-dispatch: what happens before the command tree."""
 
     def connect_bodies(self):
         return [r.json() for r in self.stub.control("POST", "/connections")]
@@ -241,7 +241,7 @@ class PreDispatchTest(CLITest):
                                                   "metadata": {}}])
 
     def test_cobra_builtins_are_not_root_commands(self):
-        # §2 lists the known root commands; `help` and `completion` are not among them.
+        # The pre-dispatch knows the root commands; `help` and `completion` are not among them.
         for args in (["help"], ["completion", "bash"]):
             with self.subTest(args=args):
                 self.stub.requests.clear()
@@ -389,7 +389,7 @@ class PreDispatchTest(CLITest):
 
 # ---------------------------------------------------------------------------------------
 class EnvironmentTest(CLITest):
-    """§3: the environment table and URL validation."""
+    """The environment: the Agent Stub variables and URL validation."""
 
     def test_url_normalization(self):
         for base in (self.stub.url, self.stub.url + "/", self.stub.url + "/agent-stub",
@@ -433,7 +433,7 @@ class EnvironmentTest(CLITest):
 
 # ---------------------------------------------------------------------------------------
 class ConnectAndErrorsTest(CLITest):
-    """§5.1 and the structured error decoding of §4."""
+    """`connect` and the structured error decoding of the Agent Stub's answers."""
 
     def test_connect_response_must_parse(self):
         self.stub.connection = b"not json"
@@ -474,7 +474,7 @@ class ConnectAndErrorsTest(CLITest):
 
 # ---------------------------------------------------------------------------------------
 class FileUploadTest(CLITest):
-    """§5.2, §5.3 and the data-plane rules of §4."""
+    """`file upload`, `file public-url` and the data-plane rules (signed URLs, no bearer)."""
 
     def upload(self, name="report.txt", content=b"hello report\n", *extra):
         self.write(name, content)
@@ -672,7 +672,7 @@ class FileUploadTest(CLITest):
 
 # ---------------------------------------------------------------------------------------
 class FileDownloadTest(CLITest):
-    """§5.4."""
+    """`file download`."""
 
     def test_download_into_cwd_with_collisions(self):
         self.stub.file_sources[("tool_file", "ref-1")] = ("report.txt", b"hello")
@@ -745,7 +745,7 @@ class FileDownloadTest(CLITest):
 
 # ---------------------------------------------------------------------------------------
 class ConfigTest(CLITest):
-    """§5.5 to §5.10."""
+    """`config manifest`, `skills`, `files`, `note`, `prompt` and `env`."""
 
     SKILLS = {
         "alpha": {"SKILL.md": "# Alpha\n", "scripts/run.sh": "#!/bin/sh\necho hi\n"},
@@ -983,7 +983,7 @@ class ConfigTest(CLITest):
 
 
 class TextConfigTest(CLITest):
-    """§5.8 note and the prompt variant (same behaviour, `prompt` names)."""
+    """`config note` and the prompt variant (same behaviour, `prompt` names)."""
 
     TRICKY = ("Line one\r\nLine two with trailing spaces   \n\ttabbed\t\n"
               "@{{mention:user-42}} <b>bold</b> &amp; \u4f60\u597d \U0001F389\n\n  \r\n")
@@ -1072,7 +1072,7 @@ class TextConfigTest(CLITest):
 
 # ---------------------------------------------------------------------------------------
 class KnowledgeTest(CLITest):
-    """§5.12."""
+    """`knowledge`."""
 
     ID = "0b7f7c52-2a33-4a0e-9d9e-6f7b0a1c2d3e"
 
@@ -1159,7 +1159,7 @@ class KnowledgeTest(CLITest):
             with self.subTest(bad=bad):
                 self.assertError(self.run_cli("knowledge", "search", "--image-file-id", bad),
                                  "invalid knowledge query image reference")
-        # over 4096 characters: rejected before anything is sent (message not in the spec)
+        # over 4096 characters: rejected before anything is sent (no exact message is pinned)
         self.assertErrorPrefix(self.run_cli("knowledge", "search", "--image-file-id",
                                             other + "x" * 5000), "")
         self.assertEqual(len(self.stub.requests), 1)
@@ -1219,7 +1219,7 @@ class KnowledgeTest(CLITest):
 
 # ---------------------------------------------------------------------------------------
 class HomeSnapshotTest(CLITest):
-    """§6."""
+    """`home-snapshot upload` and `download` (hidden)."""
 
     def populate_home(self):
         h = self.home
@@ -1407,7 +1407,7 @@ class HomeSnapshotTest(CLITest):
 
 # ---------------------------------------------------------------------------------------
 class DriveTest(CLITest):
-    """§5.11 (legacy, hidden)."""
+    """`drive` (legacy, hidden)."""
 
     def test_list(self):
         self.stub.drive_items = [
@@ -1482,7 +1482,7 @@ class DriveTest(CLITest):
 
 # ---------------------------------------------------------------------------------------
 class ResourceAndSignalTest(CLITest):
-    """Streaming memory bound and cancellation (§1, §4)."""
+    """Streaming memory bound and cancellation (streamed transfers; SIGINT or SIGTERM cancels)."""
 
     def start_cli(self, *args):
         self.err_path = os.path.join(self.tmp, "stderr")

@@ -1,4 +1,4 @@
-"""The file API (extensions.md §E1) against the real server: real files in its HOME and in a
+"""The file API (docs/api.md "Files") against the real server: real files in its HOME and in a
 granted tree, real HTTP on loopback, symlinks made by real jobs.
 
 Every escape is checked twice: the answer (403/400 with the API's code), and the disk (nothing
@@ -26,7 +26,7 @@ def q(path):
 
 
 class Files:
-    """The routes of §E1 over one server."""
+    """The file API's routes over one server."""
 
     def __init__(self, server):
         self.s = server

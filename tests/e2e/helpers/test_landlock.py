@@ -1,5 +1,5 @@
-"""Landlock path isolation through shellctl-runner (runtime.md §6, D7, seed "Path
-Isolation": fail closed with 125). Every case runs as root and as an unprivileged user.
+"""Landlock path isolation through shellctl-runner (docs/security.md "The job sandbox", D7:
+fail closed with 125). Every case runs as root and as an unprivileged user.
 
 Each denial is paired with a control run without isolation that shows the same access
 succeeding, so a "no" can only come from Landlock."""

@@ -1,4 +1,5 @@
-"""shellctl-runner run directly in a temp job dir (runtime.md §4, §5; D7, D10, D12).
+"""shellctl-runner run directly in a temp job dir (docs/jobs.md "Starting a job", "The output
+pipe"; D7, D10, D12).
 
 Real processes, real files, real kernel; no timing assertions: every wait is for an
 event (a FIFO handshake, process exit) with only a generous hang guard."""

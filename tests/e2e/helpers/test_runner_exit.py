@@ -1,4 +1,5 @@
-"""shellctl-runner-exit against a real SQLite file (runtime.md §8.2, §8.3, §10.3)."""
+"""shellctl-runner-exit against a real SQLite file (docs/layout.md "The binaries", "The
+database")."""
 import os
 import shutil
 import sqlite3

@@ -1,4 +1,5 @@
-"""shellctl-sanitize-pty as a process: bytes in, bytes out (runtime.md §10.4, §11, D6)."""
+"""shellctl-sanitize-pty as a process: bytes in, bytes out (docs/layout.md "The binaries",
+docs/jobs.md "The output pipe", D6)."""
 import os
 import shutil
 import subprocess

@@ -1,7 +1,7 @@
-"""GET /metrics (extensions.md §E7): the Prometheus text format, checked by Prometheus's own
-`promtool check metrics`, and figures that match what the test did to a real server:
-requests by route and status, latency histograms, jobs by status and mode, job start
-latency and timeline, output and input bytes, a snapshot's bytes, GC sweeps, connections, RSS and fds."""
+"""GET /metrics (docs/api.md "Metrics"): the Prometheus text format, checked by Prometheus's own
+`promtool check metrics`, and figures that match what the test did to a real server: requests by
+route and status, latency histograms, jobs by status and mode, job start latency and timeline,
+output and input bytes, a snapshot's bytes, GC sweeps, connections, RSS and fds."""
 import re
 import subprocess
 import time

@@ -42,7 +42,7 @@ class OpenAPITest(unittest.TestCase):
         status, _, err = s.request("GET", "/v1/jobs/0123456789abcdef")
         self.assertEqual(status, 404)
         out.append(["Error", err])
-        # The file API's answers (E1).
+        # The file API's answers (docs/api.md "Files").
         out.append(["FileWritten", s.ok("PUT", "/v1/files/content?path=d/f.txt&parents=true", raw_body=b"abc")])
         out.append(["FileStat", s.ok("GET", "/v1/files/stat?path=d/f.txt")])
         os.symlink("f.txt", os.path.join(s.home, "d", "l"))
@@ -51,7 +51,8 @@ class OpenAPITest(unittest.TestCase):
         out.append(["FilePath", s.ok("POST", "/v1/files/mkdir", {"path": "d/e", "mode": "0700"})])
         out.append(["FilePath", s.ok("POST", "/v1/files/move", {"from": "d/e", "to": "d/g"})])
         out.append(["FileDeleted", s.ok("DELETE", "/v1/files?path=d&recursive=true")])
-        # Job control (E3, E4, E6, E7): a running PTY job, then the same finished.
+        # Job control and info (docs/api.md "Job control", "Info"): a running PTY job, then the
+        # same finished.
         live = s.run("read -r x", timeout=0.3)["job_id"]
         out.append(["JobActivity", s.ok("GET", f"/v1/jobs/{live}/activity")])
         out.append(["JobStatusView", s.ok("POST", f"/v1/jobs/{live}/resize", {"cols": 90, "rows": 30})])

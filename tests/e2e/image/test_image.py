@@ -8,7 +8,7 @@ refusing /tmp inside the container, the HEALTHCHECK, and a restart of the contai
 keeps finished results. Nothing here is skipped: a machine that cannot run containers
 fails this suite and says what refused.
 
-What this machine needs beyond a Docker host (KERNEL.md: no CAP_SYS_RESOURCE, cgroup v1
+What this machine needs beyond a Docker host (it has no CAP_SYS_RESOURCE and a cgroup v1
 hybrid): runc instead of crun (crun refuses hybrid cgroups), and rlimits no higher than
 the ones it has. `--security-opt unmask=ALL` is what any host needs: a job's sandbox mounts
 its own /proc, which the kernel refuses while the container's /proc has masked paths."""

@@ -1,12 +1,11 @@
-"""Whole-tree containment (extensions.md §E5) over real HTTP, tmux and the kernel's cgroup v2:
-every process a job starts — a setsid daemon, a nohup'd one, a double fork, one that ignores
-SIGTERM, a fork loop still forking — ends with the job, whichever way it ends (terminate,
-delete, retention GC, lost, its own exit), checked by pid and by a scan of /proc for the
-job's marker, and the job's cgroup directory is gone (rmdir succeeds only once the kernel
-says `populated 0`). A server killed with -9 re-adopts its jobs' cgroups; an orphan cgroup
-is ended at startup; a job cannot move itself out of its cgroup. Without a writable cgroup
-root the server says so once and falls back; limits without their controllers refuse
-startup.
+"""Whole-tree containment (docs/jobs.md "Containment") over real HTTP, tmux and the kernel's cgroup
+v2: every process a job starts — a setsid daemon, a nohup'd one, a double fork, one that ignores
+SIGTERM, a fork loop still forking — ends with the job, whichever way it ends (terminate, delete,
+retention GC, lost, its own exit), checked by pid and by a scan of /proc for the job's marker, and
+the job's cgroup directory is gone (rmdir succeeds only once the kernel says `populated 0`). A
+server killed with -9 re-adopts its jobs' cgroups; an orphan cgroup is ended at startup; a job
+cannot move itself out of its cgroup. Without a writable cgroup root the server says so once and
+falls back; limits without their controllers refuse startup.
 
 These run as root on a machine with cgroup2 (CI's): the server's own cgroup is writable, so
 detection finds it. A machine without that fails here, loudly."""

@@ -1,8 +1,8 @@
-"""Job control over real HTTP, tmux and the kernel: POST /v1/jobs/{id}/signal (extensions.md
-§E4) reaches every process of the job and nothing else, POST /v1/jobs/{id}/resize (§E3)
-resizes the pane (stty and a SIGWINCH trap see it), GET /v1/jobs/{id}/activity (§E6) tells
-a prompt from a job that sleeps or computes, and GET /v1/info (§E7) says what the server
-serves."""
+"""Job control over real HTTP, tmux and the kernel (docs/api.md "Job control", "Info"): POST
+/v1/jobs/{id}/signal reaches every process of the job and nothing else, POST
+/v1/jobs/{id}/resize resizes the pane (stty and a SIGWINCH trap see it), GET
+/v1/jobs/{id}/activity tells a prompt from a job that sleeps or computes, and GET /v1/info says
+what the server serves."""
 import os
 import signal
 import subprocess
@@ -197,7 +197,7 @@ class JobControl(unittest.TestCase):
         self.assertEqual(row["exit_code"], 3)
         self.assertIn("got-TERM", self.output(job))
 
-    # -- resize (§E3) ------------------------------------------------------------------
+    # -- resize ------------------------------------------------------------------------
     def test_resize_changes_stty_size_and_fires_sigwinch(self):
         job = self.start("trap 'echo \"winch $(stty size)\"' WINCH; echo \"size $(stty size)\"; "
                          "echo armed; while :; do sleep 0.05; done", "armed",
@@ -235,7 +235,7 @@ class JobControl(unittest.TestCase):
         self.signal(job, "KILL")
         self.wait_done(job)
 
-    # -- activity (§E6) ------------------------------------------------------------------
+    # -- activity ------------------------------------------------------------------------
     ACTIVITY_KEYS = {"job_id", "status", "done", "offset", "waiting_for_input", "idle_seconds",
                      "foreground", "terminal", "processes", "ended"}
 
@@ -365,7 +365,7 @@ class JobControl(unittest.TestCase):
                                               {"offset": 0, "return_on_input_wait": "yes"})
         self.assertEqual(status, 400, body)
 
-    # -- /v1/info (§E7) ------------------------------------------------------------------
+    # -- /v1/info ------------------------------------------------------------------------
     def test_info(self):
         self.assertEqual(self.server.request("GET", "/v1/info", auth=False)[0], 401)
         info = self.server.ok("GET", "/v1/info")
@@ -373,8 +373,8 @@ class JobControl(unittest.TestCase):
         self.assertTrue(info["version"])
         self.assertEqual(info["api"], ["jobs", "snapshot", "files", "stream", "resize", "signal",
                                        "activity", "ports"])
-        # Root with a writable cgroup2 here: containment is on (§E5; the fallback is
-        # tested in test_job_containment.py).
+        # Root with a writable cgroup2 here: containment is on (docs/jobs.md "Containment"; the
+        # fallback is tested in test_job_containment.py).
         self.assertEqual(info["isolation"]["cgroup"], "v2")
         self.assertIsInstance(info["isolation"]["landlock_abi"], int)
         self.assertGreater(info["isolation"]["landlock_abi"], 0)
@@ -388,7 +388,7 @@ class JobControl(unittest.TestCase):
 
 class JobControlWithoutNamespaces(JobControl):
     """The original's unsandboxed jobs: no PID namespace, so a daemon that calls setsid()
-    leaves the pane's session and group; the job's cgroup (§E5) still holds it, and the
+    leaves the pane's session and group; the job's cgroup (containment) still holds it, and the
     inherited test shows the signal reaching it."""
     server_env = {"SHELLCTL_ENABLE_PATH_ISOLATION": "false", "SHELLCTL_JOB_NAMESPACES": "off"}
 

@@ -1,5 +1,6 @@
-"""The /v1/jobs API against the contract: clients.md §6 checklist, exact response shapes,
-exit codes, list, long-poll semantics and request validation (http-api.md §1-9, D3-D5, D11).
+"""The /v1/jobs API against the contract: the client contract's checklist
+(docs/compatibility.md "The client contract"), exact response shapes, exit codes, list, long-poll
+semantics and request validation (docs/api.md "Conventions" to "Errors"; D3-D5, D11).
 
 Real `shellctl serve`, real tmux, real SQLite, loopback HTTP. No speed assertions; only
 generous upper bounds where the contract promises a return.
@@ -19,7 +20,9 @@ TOKEN = "jobs-e2e-token"
 
 
 class ChecklistTest(JobsTestCase):
-    """clients.md §6, items 1-14, one server without a token."""
+    """The client contract's checklist (docs/compatibility.md "The client contract"): its
+    fourteen behaviours, numbered as in the test names (c6_01 to c6_13; 14 is AuthTest), one
+    server without a token."""
 
     @classmethod
     def setUpClass(cls):
@@ -246,7 +249,7 @@ class ChecklistTest(JobsTestCase):
 
 
 class AuthTest(JobsTestCase):
-    """clients.md §6 item 14; http-api.md §2."""
+    """The client contract's last item, bearer auth (docs/api.md "Conventions")."""
 
     @classmethod
     def setUpClass(cls):
@@ -344,7 +347,7 @@ class ExitCodeTest(SharedServerTestCase):
 
 
 class ListTest(SharedServerTestCase):
-    """GET /v1/jobs: status filter, limit clamping, order, JobInfo keys (http-api §5.6, D4)."""
+    """GET /v1/jobs: status filter, limit clamping, order, JobInfo keys (docs/api.md "Jobs", D4)."""
 
     def list(self, query=""):
         data = self.server.ok("GET", "/v1/jobs" + query)
@@ -435,7 +438,8 @@ class ListTest(SharedServerTestCase):
 
 
 class WaitTest(SharedServerTestCase):
-    """Long-poll semantics of wait/run (http-api §5.2/5.3, clients §6 items 3-5, D5)."""
+    """Long-poll semantics of wait/run (docs/api.md "Long-polls", the client contract's c6_03 to
+    c6_05, D5)."""
 
     def test_timeout_zero_returns_at_once(self):
         s = self.server
@@ -576,7 +580,7 @@ class WaitTest(SharedServerTestCase):
 
 
 class BadInputTest(SharedServerTestCase):
-    """Request validation (http-api §1, §5.1, §6; D5)."""
+    """Request validation (docs/api.md "Conventions", "Jobs"; D5)."""
 
     def raw(self, path, data, method="POST"):
         return self.server.request(method, path, raw_body=data,

@@ -1,6 +1,6 @@
 """Edge cases of the jobs API: races between routes, odd outputs and odd scripts.
 
-Each test states the contract clause it checks (http-api.md, runtime.md, D-decisions).
+Each test states the contract clause it checks (docs/api.md, docs/jobs.md, D-decisions).
 """
 import os
 import threading

@@ -1,5 +1,5 @@
 """Jobs whose processes vanish under the server (D8: no stuck states), and JSON inputs at
-the edges of the decoder (http-api.md §1), observed through the jobs API only."""
+the edges of the decoder (docs/api.md "Conventions"), observed through the jobs API only."""
 import json
 import os
 import signal
@@ -183,7 +183,7 @@ class DecoderEdgeTest(SharedServerTestCase):
         self.alive()
 
     def test_terminal_out_of_range(self):
-        # tmux holds a job's whole screen: the size is bounded by the spec's 4096.
+        # tmux holds a job's whole screen: the size is bounded by 4096 (cols and rows).
         s = self.server
         for term in ({"cols": 100000, "rows": 100000}, {"cols": -5, "rows": -5},
                      {"cols": 4097, "rows": 50}, {"cols": 80, "rows": 4097}):

@@ -1,4 +1,4 @@
-"""Landlock path isolation of jobs over HTTP (seed "Path Isolation", runtime.md §4/§6, D7).
+"""Landlock path isolation of jobs over HTTP (docs/security.md "The job sandbox", D7).
 
 The server runs with isolation on by default. The harness puts HOME and the state dir side
 by side in a temp dir, so cwd is always chosen inside HOME (never the temp dir itself).
@@ -228,7 +228,7 @@ class LandlockServerEnvTest(JobsTestCase):
             s.close()
 
     def test_isolation_on_unless_exactly_true(self):
-        # only an exact "false"... the spec: set means on only if exactly "true"
+        # only an exact "false"... the original's rule: set means on only if exactly "true"
         s = Server(env={"SHELLCTL_ENABLE_PATH_ISOLATION": "true"})
         target = f"/tmp/shellctl-jobs-e2e-iso-{uuid.uuid4().hex}"
         try:

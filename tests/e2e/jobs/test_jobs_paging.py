@@ -1,4 +1,4 @@
-"""Byte-exact UTF-8 paging of large outputs in PTY and stdio mode (D6, http-api.md §5.3).
+"""Byte-exact UTF-8 paging of large outputs in PTY and stdio mode (D6, docs/api.md "Long-polls").
 
 The job generates ~20 MB of mixed 1/2/3/4-byte UTF-8 deterministically; the test computes
 the same text with the same generator code and compares every window byte for byte.

@@ -1,5 +1,5 @@
 """PTY jobs over HTTP: ANSI sanitizing, interactive input, Ctrl-C, terminate and delete
-(http-api.md §7, §9; runtime.md §11; D3, D6, D9)."""
+(docs/jobs.md "Input", "Terminate and delete", "The output pipe"; D3, D6, D9)."""
 import os
 import time
 import unittest
@@ -45,7 +45,7 @@ printf 'tail-no-newline'
 
     def test_utf8_multibyte(self):
         # (a program-written "\r\n" reaches the sanitizer as "\r\r\n" through onlcr and
-        # is a CR overwrite by runtime.md §11, so it is not used here)
+        # is a CR overwrite for the sanitizer, so it is not used here)
         self.assertEqual(self.out("printf 'h\\303\\251llo \\344\\270\\226\\360\\237\\230\\200\\n'"),
                          "héllo 世😀\n")
 

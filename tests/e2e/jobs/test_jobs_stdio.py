@@ -1,4 +1,4 @@
-"""stdio-mode jobs over HTTP (seed "Job execution modes", runtime.md §5, D6)."""
+"""stdio-mode jobs over HTTP (docs/jobs.md "The output pipe", D6)."""
 import os
 import time
 import unittest

@@ -1,5 +1,5 @@
-"""GET /v1/jobs/{id}/stream (extensions.md §E2): the job's output as server-sent events on
-/wait's offsets, pushed as it is written, ending with an `exit` event; resumable with
+"""GET /v1/jobs/{id}/stream (docs/api.md "Live output stream"): the job's output as server-sent
+events on /wait's offsets, pushed as it is written, ending with an `exit` event; resumable with
 Last-Event-ID; many at once; bounded for a reader that stops reading."""
 import http.client
 import json

@@ -1,10 +1,11 @@
-"""The native test supervisor's startup checks against the real kernel (native-scopes.md §3 and
-§9, "C refusal"): this host has no AppArmor, no seccomp filter on our processes and no cgroup v2
-cpu/memory/pids controllers, so `--native-check` fails exactly those checks (and `uid` as root)
-and passes Landlock and the namespace probe; `serve --native-test-supervisor` stops at the first
-failure with nothing bound, written or created. Each check is then flipped where the host
-allows: a permissive seccomp filter, the manager placement in a unit cgroup, the roots, a
-blank token, a catalog whose retained scopes were made with another token."""
+"""The native test supervisor's startup checks against the real kernel
+(docs/native-scopes.md "The scope service"; component tier: refusal): this host has no AppArmor,
+no seccomp filter on our processes and no cgroup v2 cpu/memory/pids controllers, so
+`--native-check` fails exactly those checks (and `uid` as root) and passes Landlock and the
+namespace probe; `serve --native-test-supervisor` stops at the first failure with nothing bound,
+written or created. Each check is then flipped where the host allows: a permissive seccomp
+filter, the manager placement in a unit cgroup, the roots, a blank token, a catalog whose
+retained scopes were made with another token."""
 import hashlib
 import hmac
 import json

@@ -1,8 +1,8 @@
-"""A native scope's worker (native-scopes.md §5, §4.5; S8, S10, S13, S19, S20), tier C: the real
-`shellctl native-worker`, in new user, mount, PID, network, IPC and UTS namespaces, set up over
-its setup socket (JSON and descriptors, as the supervisor sends them), serving its control
-socket to real HTTP clients, running real jobs through tmux and the runner in the scoped
-sandbox.
+"""A native scope's worker (docs/native-scopes.md "The scope worker"; S8, S10, S13, S19, S20),
+component tier: the real `shellctl native-worker`, in new user, mount, PID, network, IPC and UTS
+namespaces, set up over its setup socket (JSON and descriptors, as the supervisor sends them),
+serving its control socket to real HTTP clients, running real jobs through tmux and the runner
+in the scoped sandbox.
 
 Until the supervisor spawns workers itself (clone3 into the scope's cgroup), `unshare` makes the
 namespaces here, mapping the worker's root to this test's uid as the supervisor's map would.
@@ -272,7 +272,7 @@ class WorkerAdmission(unittest.TestCase):
             w.close()
 
     def test_a_job_past_its_wall_deadline_is_terminated(self):
-        """§4.5: min(job_wall_seconds, the scope's deadline); its processes end with it."""
+        """Wall deadline min(job_wall_seconds, the scope's deadline); its processes end with it."""
         for limits in ({"job_wall_seconds": 2}, {"deadline_epoch": None}):
             if "deadline_epoch" in limits:
                 # Far enough ahead that the worker's setup and the job's start (a second or

@@ -1,11 +1,11 @@
-"""A native scope's brokered network (native-scopes.md §7, S21-S24; §9 tier C "C isolation"):
-the real supervisor (through shellctl-native-harness, as the unprivileged test user from its
-delegated unit cgroup), its real net_broker, the real worker's proxy at 127.0.0.1:3128 and real
-jobs, over real sockets.
+"""A native scope's brokered network (docs/native-scopes.md "The network broker", S21-S24;
+component tier: isolation): the real supervisor (through shellctl-native-harness, as the
+unprivileged test user from its delegated unit cgroup), its real net_broker, the real worker's
+proxy at 127.0.0.1:3128 and real jobs, over real sockets.
 
 All traffic stays inside a network namespace this test creates (`ip netns add`): the test
 process enters it before anything starts, so the supervisor, its workers and the test's own
-servers live there. Its loopback also carries 203.0.113.7 (TEST-NET-3: not one of §7's denied
+servers live there. Its loopback also carries 203.0.113.7 (TEST-NET-3: not one of the denied
 ranges, so it stands for a public address without leaving the machine), and 127.0.0.1 serves
 as the administrator's mediator.
 

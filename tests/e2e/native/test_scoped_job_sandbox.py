@@ -1,15 +1,16 @@
-"""The job sandbox of a native test scope (native-scopes.md §6; S12-S15, S17), tier C: the real
-shellctl-runner, started as the scope's worker starts it (SHELLCTL_NATIVE_JOB_* in its own
-environment, a job dir in the spool, the start gate), on the real kernel. A probe script inside
-the job checks its world and tries the escapes: only its own PIDs, no spool, sockets or host
-paths, no capabilities, no_new_privs and a seccomp filter, unshare / clone(CLONE_NEWNS) / mount
-/ capset refused with EPERM and clone3 with ENOSYS while threads and fork work, the image,
-/inputs and /run/job read-only, Home, workspace and /tmp writable, rlimits that cannot be raised,
-no ptrace of or signal to its init, nothing of the init's root. A Landlock that fails (injected
-by a seccomp filter around the runner) is exit 125 and the script never runs.
+"""The job sandbox of a native test scope (docs/native-scopes.md "The scoped job sandbox";
+S12-S15, S17), component tier: the real shellctl-runner, started as the scope's worker starts it
+(SHELLCTL_NATIVE_JOB_* in its own environment, a job dir in the spool, the start gate), on the
+real kernel. A probe script inside the job checks its world and tries the escapes: only its own
+PIDs, no spool, sockets or host paths, no capabilities, no_new_privs and a seccomp filter,
+unshare / clone(CLONE_NEWNS) / mount / capset refused with EPERM and clone3 with ENOSYS while
+threads and fork work, the image, /inputs and /run/job read-only, Home, workspace and /tmp
+writable, rlimits that cannot be raised, no ptrace of or signal to its init, nothing of the
+init's root. A Landlock that fails (injected by a seccomp filter around the runner) is exit 125
+and the script never runs.
 
 Two shapes: as root (the runner's namespaces made directly), and as the unprivileged test user
-inside a user namespace whose root maps to it, as in a scope's worker (§5). Until the worker
+inside a user namespace whose root maps to it, as in a scope's worker. Until the worker
 exists, the payload is a directory this test makes (the worker mounts a finite tmpfs there)."""
 import json
 import os
@@ -163,8 +164,9 @@ class ScopedJob(unittest.TestCase):
         self.payload = self.make("payload")
         self.inputs = self.make("inputs")
         self.write("inputs/in.txt", "input bytes\n", 0o444)
-        # The worker's catalog with its budget row (native-scopes.md §5), as the worker makes
-        # it: the output copier reserves every byte there (shellctl native-budget).
+        # The worker's catalog with its budget row (docs/native-scopes.md "The scope worker"),
+        # as the worker makes it: the output copier reserves every byte there (shellctl
+        # native-budget).
         self.secret = os.path.join(self.spool, "shellctl.db")
         self.make_budget(OUTPUT_BYTES)
 

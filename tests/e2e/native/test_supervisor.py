@@ -1,12 +1,13 @@
-"""The native test supervisor's scope service on this host (native-scopes.md §4, §5, §9 tier C,
-"isolation"): the real scope actors, the real `shellctl native-worker` per scope, the real
-runner, over real HTTP on loopback, through `shellctl-native-harness` — the supervisor with the
-harness-only `group_only` cgroup backend (real cgroup v2 groups that a root fixture creates and
-chowns to the test user, as systemd's delegation would; cpu, memory and pids are unenforced
-here and the capability document says so). The supervisor runs as the unprivileged test user
-from `<unit>/manager`, as in production.
+"""The native test supervisor's scope service on this host
+(docs/native-scopes.md "The scope service", "The scope worker"; component tier: isolation): the
+real scope actors, the real `shellctl native-worker` per scope, the real runner, over real HTTP
+on loopback, through `shellctl-native-harness` — the supervisor with the harness-only
+`group_only` cgroup backend (real cgroup v2 groups that a root fixture creates and chowns to the
+test user, as systemd's delegation would; cpu, memory and pids are unenforced here and the
+capability document says so). The supervisor runs as the unprivileged test user from
+`<unit>/manager`, as in production.
 
-Covered: routes and §4.1's check order; the strict create body; refs resolved beneath their
+Covered: routes and the order of the checks; the strict create body; refs resolved beneath their
 roots without symlinks; creation that never replaces a scope (S6) and generation fencing (S5);
 scoped jobs relayed unchanged to the worker; usage; destruction with cgroup.kill, `populated 0`
 and storage removal, a tombstone and 410 (S24); an injected clean-up failure → quarantined,
@@ -268,7 +269,7 @@ class ScopeService(unittest.TestCase):
     def test_other_paths_are_not_found_and_the_bearer_comes_first(self):
         for path in ("/v1/jobs", "/v1/jobs/run", "/v1/snapshot/save", "/v1/info", "/nope"):
             self.assertEqual(self.error_code(self.sv.request("GET", path)), (404, "not_found"), path)
-        # §4.1: the bearer before the route, even for a path that does not exist.
+        # The bearer before the route, even for a path that does not exist.
         for path in ("/v1/test-scopes/none", "/nope", "/v1/jobs"):
             self.assertEqual(self.error_code(self.sv.request("GET", path, bearer="wrong")),
                              (401, "unauthorized"), path)
@@ -371,7 +372,7 @@ class ScopeService(unittest.TestCase):
         self.assertEqual(self.scoped(v, "GET", f"/jobs/{res['job_id']}")[1]["status"], "exited")
         status, listed = self.scoped(v, "GET", "/jobs")
         self.assertEqual([j["job_id"] for j in listed["jobs"]], [res["job_id"]])
-        # §4.5: HOME is /home/dify whatever the request's env says.
+        # A scoped job's HOME is /home/dify whatever the request's env says.
         res = self.run_job(v, "echo home=$HOME", env={"HOME": "/tmp/elsewhere"}, timeout_seconds=10)
         self.assertIn("home=/home/dify", res["output"])
         # The base itself is unchanged.
@@ -553,7 +554,7 @@ class Reattach(unittest.TestCase):
         with open(os.path.join(self.worker_cgroup("dies"), "cgroup.kill"), "w") as f:
             f.write("1")
         wait_until(lambda: not procs(self.worker_cgroup("dies")), timeout=10, what="the worker dead")
-        # §4.5: a job request meets the dead worker first: 502, and the scope checks its worker.
+        # A job request meets the dead worker first: 502, and the scope checks its worker.
         status, body = self.scoped(v, "GET", "/jobs")
         self.assertEqual((status, body["error"]["code"]), (502, "scope_worker_unreachable"), body)
         status, lost = self.sv.request("GET", "/v1/test-scopes/dies", headers={"X-Scope-Generation": "1"})

@@ -1,13 +1,13 @@
-"""The native supervisor's deployment files (native-scopes.md §8, §9 tiers U and C, S25-S30):
-the seccomp JSON (every name a real syscall, the dangerous ones absent, what the supervisor
-needs present), the unit generated from it (SystemCallFilter= equal to the JSON's allowlist,
-and the properties S27 requires), the AppArmor profile parsed by the real apparmor_parser
-(parse only: this host has no AppArmor), `meson install` placing all of them, and the start
-script's checks on the real kernel with a `systemctl` stub: as root; systemd 252; the unit
-property; placement in <U>/other; a process in the unit root; and with everything in order,
-the first cgroup write — which this host refuses, as it has no cpu, memory or pids
-controllers. The script never moves itself: cgroup.procs stay as they were.
-Needs root (the cgroup fixture and the test user)."""
+"""The native supervisor's deployment files (docs/native-scopes.md "Deployment files"; the unit
+and component tiers; S25-S30): the seccomp JSON (every name a real syscall, the dangerous ones
+absent, what the supervisor needs present), the unit generated from it (SystemCallFilter= equal
+to the JSON's allowlist, and the properties S27 requires), the AppArmor profile parsed by the
+real apparmor_parser (parse only: this host has no AppArmor), `meson install` placing all of
+them, and the start script's checks on the real kernel with a `systemctl` stub: as root; systemd
+252; the unit property; placement in <U>/other; a process in the unit root; and with everything
+in order, the first cgroup write — which this host refuses, as it has no cpu, memory or pids
+controllers. The script never moves itself: cgroup.procs stay as they were. Needs root (the
+cgroup fixture and the test user)."""
 import json
 import os
 import shutil

@@ -1,5 +1,5 @@
-"""Crash recovery (decision D8, runtime.md §9.4). Every kill is a real SIGKILL of the
-server; the restart uses the same state dir (and the tmux server that survived).
+"""Crash recovery (decision D8, docs/jobs.md "Recovery after a restart"). Every kill is a real
+SIGKILL of the server; the restart uses the same state dir (and the tmux server that survived).
 
 After each restart every job must settle to a truthful status with its exact output and
 exit code, running jobs stay fully usable (wait, input, terminate), and no runner,

@@ -1,4 +1,4 @@
-"""Result retention (decision D1, seed "Job result retention", http-api.md §5.7).
+"""Result retention (decision D1, docs/jobs.md "Retention").
 
 The server runs with SHELLCTL_RESULT_RETENTION=2s and SHELLCTL_GC_INTERVAL=1s: finished
 jobs disappear (404, directory and session removed), unfinished ones never do, reads do

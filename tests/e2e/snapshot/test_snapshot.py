@@ -1,4 +1,4 @@
-"""Home snapshots (snapshot.md): POST /v1/snapshot/save and /v1/snapshot/restore against the
+"""Home snapshots (docs/snapshots.md): POST /v1/snapshot/save and /v1/snapshot/restore against the
 real server, with real trees in its HOME, read back by Python's tarfile and the zstd tool.
 
 A raw HTTP/1.1 client reads the chunked save stream and its trailers (http.client does not
@@ -283,7 +283,7 @@ class HomeTests(unittest.TestCase):
                     self.assertEqual(body["error"]["code"], "home_unavailable")
 
     def test_symlinked_home_is_saved(self):
-        # Open point 1 of snapshot.md §8: the real Home is walked, not an empty archive.
+        # Unlike the original, the real Home is walked, not an empty archive.
         with Server(start=False) as server:
             real = os.path.join(server.tmp, "real-home")
             os.makedirs(real)
@@ -472,7 +472,8 @@ class GateTests(unittest.TestCase):
             held.close()
 
     def test_stalled_restore_releases_the_gate(self):
-        # snapshot.md §2: a partial chunk, then nothing; timeout 300 ms; free 2 s later.
+        # The total deadline (docs/api.md "Home snapshots"): a partial chunk, then nothing;
+        # timeout 300 ms; free 2 s later.
         with Server(token=TOKEN, env={"SHELLCTL_SNAPSHOT_TIMEOUT": "300ms"}) as server:
             write(server.home, "f", os.urandom(1 << 20))
             archive = save(server)[2]

@@ -1,13 +1,13 @@
 // bytes -> the native scope's field rules and tokens, a create body, a supervisor path.
-// Properties, not just "no crash": base64url round-trips both ways; a token verifies only
-// for the identity it was minted for; a generation that parses prints back as the same
-// text; no scope id or ref that passes holds a byte outside its alphabet or a "." / ".."
-// segment; a create body that is accepted holds only valid fields and its limits survive
-// the catalog's text; a path routed to a scope names one id segment and an ordinary job
-// path. The network path's input too (§7): what a job sends the proxy (a request head: an
-// accepted one names a host without CR, LF or space and a port in range, and an http
-// request goes on in origin form with the rest of its head unchanged), the broker's DIAL
-// line (accepted only in its one spelling), and IP:port text and the address classifier
+// Properties, not just "no crash": base64url round-trips both ways; a token verifies only for
+// the identity it was minted for; a generation that parses prints back as the same text; no
+// scope id or ref that passes holds a byte outside its alphabet or a "." / ".." segment; a
+// create body that is accepted holds only valid fields and its limits survive the catalog's
+// text; a path routed to a scope names one id segment and an ordinary job path. The network
+// path's input too (docs/native-scopes.md "The network broker"): what a job sends the proxy (a
+// request head: an accepted one names a host without CR, LF or space and a port in range, and
+// an http request goes on in origin form with the rest of its head unchanged), the broker's
+// DIAL line (accepted only in its one spelling), and IP:port text and the address classifier
 // (an endpoint re-reads as itself; the mediator is always allowed, a denied address never
 // without it).
 #include <cstddef>

@@ -1,10 +1,10 @@
 #pragma once
-// The component tests' cgroup backend (native-scopes.md §9, "No faked controllers"): real
-// cgroup v2 groups under a directory a root fixture made and chowned to the test user (as
-// systemd's delegation would), doing what this host's cgroup2 can — grouping, clone3 into
-// a cgroup, cgroup.kill, freeze, `populated`, and cgroup.max.descendants (a core file, no
-// controller needed) — while cpu, memory, swap and pids bounds are left unenforced and the
-// capability document says so (no cgroup_controllers). Linked only into this harness: no
+// The component tests' cgroup backend (docs/native-scopes.md "Qualifying a host"; no faked
+// controllers): real cgroup v2 groups under a directory a root fixture made and chowned to the
+// test user (as systemd's delegation would), doing what this host's cgroup2 can — grouping,
+// clone3 into a cgroup, cgroup.kill, freeze, `populated`, and cgroup.max.descendants (a core
+// file, no controller needed) — while cpu, memory, swap and pids bounds are left unenforced and
+// the capability document says so (no cgroup_controllers). Linked only into this harness: no
 // build of `shellctl` can serve scopes without their bounds.
 #include <memory>
 #include <string>

@@ -1,8 +1,8 @@
-// shellctl-native-harness: the native test supervisor on this host's cgroup2, for the
-// component tier (native-scopes.md §9). The real scope service (actors/wiring/native_supervisor)
-// with the group_only cgroup backend and the host checks this host can pass; those it
-// cannot (uid when run as root, seccomp, apparmor, the cgroup checks) are listed as
-// unenforced on stderr, and the capability document names no cgroup controller.
+// shellctl-native-harness: the native test supervisor on this host's cgroup2, for the component
+// tier (docs/native-scopes.md "Qualifying a host"). The real scope service
+// (actors/wiring/native_supervisor) with the group_only cgroup backend and the host checks this
+// host can pass; those it cannot (uid when run as root, seccomp, apparmor, the cgroup checks)
+// are listed as unenforced on stderr, and the capability document names no cgroup controller.
 //
 //   shellctl-native-harness --shellctl <built shellctl> --cgroup-dir <delegated dir>
 //                           <the flags of `shellctl serve --native-test-supervisor`>

@@ -1,6 +1,6 @@
-"""The `integration-native-test` suite (native-scopes.md §9 tier Q, guarantee S33): qualifies one
-provisioned host, never this development machine. It needs, and fails (exit 1, never 77) when any
-is missing — listing every one:
+"""The `integration-native-test` suite (tier Q, docs/native-scopes.md "Qualifying a host";
+guarantee S33): qualifies one provisioned host, never this development machine. It needs, and fails
+(exit 1, never 77) when any is missing — listing every one:
 
   DIFY_AGENT_LOCAL_NATIVE_TEST_ENDPOINT    the supervisor's base URL (http://127.0.0.1:PORT)
   DIFY_AGENT_LOCAL_NATIVE_TEST_AUTH_TOKEN  its bearer

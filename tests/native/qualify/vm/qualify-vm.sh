@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Qualifies a Debian guest as a native-test host (native-scopes.md §9 "Optional qemu VM",
+# Qualifies a Debian guest as a native-test host (docs/native-scopes.md "Qualifying a host",
 # S25-S33) from this machine, in one command:
 #
 #   sudo tests/native/qualify/vm/qualify-vm.sh [BUILD_DIR]      (default: build)

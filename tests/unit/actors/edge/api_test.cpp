@@ -187,7 +187,7 @@ TEST_CASE("server-sent events: one data line, the id is the offset after the eve
   CHECK(shellctl::io::http::sse_exit_event("0123456789abcdef", "lost", std::nullopt, 0).find("\"exit_code\":null") != std::string::npos);
 }
 
-// ---------------------------------------------------------------- extensions.md §E3, §E4, §E7
+// ---------------------------------------------------------------- job control, info (docs/api.md)
 
 namespace {
 shellctl::io::http::request post(const char* path, std::string body) {

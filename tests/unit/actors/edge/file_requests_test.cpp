@@ -1,5 +1,5 @@
 // The file API's edge codec (actors/edge/file_requests.hpp): routes, query and body decoding, the
-// Range rules (RFC 9110 §14) and the answers' JSON shapes.
+// Range rules (RFC 9110, section 14) and the answers' JSON shapes.
 #include <doctest/doctest.h>
 
 #include "actors/edge/file_requests.hpp"

@@ -1,7 +1,7 @@
-// The supervisor's routes and front check (native-scopes.md §4.1, tier U): /healthz without a
-// bearer, then the bearer before anything else, then the route: the scope routes, the eight
-// ordinary job routes under a scope (and nothing else there), 404 for the rest, 405 with
-// Allow for a known path's other methods; each refusal code's status.
+// The supervisor's routes and front check (docs/native-scopes.md "The scope service", unit tier):
+// /healthz without a bearer, then the bearer before anything else, then the route: the scope
+// routes, the eight ordinary job routes under a scope (and nothing else there), 404 for the
+// rest, 405 with Allow for a known path's other methods; each refusal code's status.
 #include <doctest/doctest.h>
 
 #include "actors/native/native_edge.hpp"

@@ -1,4 +1,4 @@
-// bin/dify-agent/environment: the Agent Stub variables and the URL rules of agent-cli.md §3.
+// bin/dify-agent/environment: the Agent Stub variables and the URL rules (docs/dify-agent.md).
 #include <doctest/doctest.h>
 
 #include <cstdlib>

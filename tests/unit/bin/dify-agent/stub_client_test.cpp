@@ -1,4 +1,4 @@
-// bin/dify-agent/stub_client: the structured and legacy error decoding of agent-cli.md §4.
+// bin/dify-agent/stub_client: the structured and legacy error decoding (docs/dify-agent.md).
 #include <doctest/doctest.h>
 
 #include "bin/dify-agent/mime_types.hpp"

@@ -1,4 +1,4 @@
-// The snapshot's exclusion rules (snapshot.md §4.2, §4.4) as tables: Go's filepath.Match,
+// The snapshot's exclusion rules (docs/snapshots.md "Excludes") as tables: Go's filepath.Match,
 // go-git's gitignore patterns, and the whole decision with the runtime default.
 #include <doctest/doctest.h>
 

@@ -1,4 +1,4 @@
-// `shellctl serve` flags and environment (runtime.md §10.1, decisions D1, D2, D7, D10).
+// `shellctl serve` flags and environment (docs/layout.md "Settings", decisions D1, D2, D7, D10).
 #include <doctest/doctest.h>
 
 #include <string>

@@ -1,5 +1,5 @@
 // io/json: request decoding (Go json.Decoder + Unmarshal rules) and response encoding (Go
-// encoding/json escaping), http-api.md §1.
+// encoding/json escaping), docs/api.md "Conventions".
 #include <doctest/doctest.h>
 
 #include <string>

@@ -1,4 +1,4 @@
-// The supervisor catalog on a real SQLite file (native-scopes.md §4.3, §4.4, §5): FULL on
+// The supervisor catalog on a real SQLite file (docs/native-scopes.md "The scope service"): FULL on
 // every connection, creation that never replaces a scope (S6), stale generations refused
 // after a tombstone, compare-and-swap transitions, the worker identity recorded only while
 // creating, burial into a tombstone that keeps the highest generation, and all of it

@@ -1,6 +1,6 @@
-// The native supervisor's capability digest and key fingerprint (native-scopes.md §4.2),
-// against figures computed independently (Python's json, hashlib and hmac), and the
-// check report's shape.
+// The native supervisor's capability digest and key fingerprint
+// (docs/native-scopes.md "The scope service"), against figures computed independently (Python's
+// json, hashlib and hmac), and the check report's shape.
 #include <doctest/doctest.h>
 
 #include <string>

@@ -1,8 +1,9 @@
-// The network path's pure parts (native-scopes.md §7, §9 tier U): the address classifier
-// over every denied range and its mapped and NAT64 forms, the mediator exception, IP:port
-// text, the proxy's request heads and target matching, the broker's DIAL line; and the
-// catalog's network budget on a real SQLite file: pins kept in order, one unit per dial,
-// bytes reserved min(asked, left), counters that never decrease, all surviving a reopen.
+// The network path's pure parts (docs/native-scopes.md "The network broker", unit tier): the
+// address classifier over every denied range and its mapped and NAT64 forms, the mediator
+// exception, IP:port text, the proxy's request heads and target matching, the broker's DIAL
+// line; and the catalog's network budget on a real SQLite file: pins kept in order, one unit
+// per dial, bytes reserved min(asked, left), counters that never decrease, all surviving a
+// reopen.
 #include <doctest/doctest.h>
 
 #include <unistd.h>

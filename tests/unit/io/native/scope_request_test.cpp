@@ -1,6 +1,6 @@
-// The create body's strict reading (native-scopes.md §4.3, tier U): exactly the table's keys,
-// each of its type and rule; bad JSON 400, everything else 422; the pinned limits and refs
-// round-trip through the catalog's text.
+// The create body's strict reading (docs/native-scopes.md "The scope service", unit tier): exactly
+// the table's keys, each of its type and rule; bad JSON 400, everything else 422; the pinned
+// limits and refs round-trip through the catalog's text.
 #include <doctest/doctest.h>
 
 #include <string>

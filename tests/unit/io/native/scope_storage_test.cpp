@@ -1,7 +1,7 @@
-// A scope worker's storage on the real kernel (native-scopes.md §5 step 2; S13, S18, S19):
-// in a child with its own mount namespace (as root, and as an unprivileged user that is root
-// of its own user namespace, the worker's shape), the spool and payload are tmpfs of exactly
-// the sizes asked (statfs), Home is a writable copy of a root-owned base (modes kept,
+// A scope worker's storage on the real kernel (docs/native-scopes.md "The scope worker"; S13,
+// S18, S19): in a child with its own mount namespace (as root, and as an unprivileged user that
+// is root of its own user namespace, the worker's shape), the spool and payload are tmpfs of
+// exactly the sizes asked (statfs), Home is a writable copy of a root-owned base (modes kept,
 // symlinks not followed, fifos left out) while the base stays unchanged, a write past
 // disk_bytes is ENOSPC, and a base larger than disk_bytes fails the setup saying so.
 #include <doctest/doctest.h>

@@ -1,5 +1,5 @@
-// A scope's field rules and tokens (native-scopes.md §4.1-§4.3), the tokens against figures
-// computed independently (Python's hmac, hashlib and base64.urlsafe_b64encode).
+// A scope's field rules and tokens (docs/native-scopes.md "The scope service"), the tokens
+// against figures computed independently (Python's hmac, hashlib and base64.urlsafe_b64encode).
 #include <doctest/doctest.h>
 
 #include <string>

@@ -1,9 +1,9 @@
-// A scope worker's budgets on a real SQLite file (native-scopes.md §4.5, §5, S19, S20): FULL
-// on every connection, the identity kept and checked, 64 admissions and the 65th refused,
-// an input charge that does not fit refused with no row and nothing charged, output
-// reserved up to what remains and then nothing, no refund when a job's row goes, counters
-// that survive a reopen, and concurrent chargers in separate processes that together never
-// pass a limit.
+// A scope worker's budgets on a real SQLite file (docs/native-scopes.md "The scope worker",
+// S19, S20): FULL on every connection, the identity kept and checked, 64 admissions and the
+// 65th refused, an input charge that does not fit refused with no row and nothing charged,
+// output reserved up to what remains and then nothing, no refund when a job's row goes,
+// counters that survive a reopen, and concurrent chargers in separate processes that together
+// never pass a limit.
 #include <doctest/doctest.h>
 
 #include <sys/wait.h>

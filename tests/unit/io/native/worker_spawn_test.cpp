@@ -1,9 +1,9 @@
-// The supervisor's start of a worker on the real kernel (native-scopes.md §5 "Spawn"): one
-// clone3 into new namespaces and straight into a cgroup, with a pidfd; the real
-// `shellctl native-worker` then takes its setup over fd 3, answers ready and serves its
-// identity on the control socket. Checked: the worker is PID 1 of its PID namespace, its
-// root maps to our uid, it sits in the cgroup it was cloned into, its start time is the
-// one recorded, and a SIGKILL through its pidfd ends it.
+// The supervisor's start of a worker on the real kernel
+// (docs/native-scopes.md "The scope worker"): one clone3 into new namespaces and straight into
+// a cgroup, with a pidfd; the real `shellctl native-worker` then takes its setup over fd 3,
+// answers ready and serves its identity on the control socket. Checked: the worker is PID 1 of
+// its PID namespace, its root maps to our uid, it sits in the cgroup it was cloned into, its
+// start time is the one recorded, and a SIGKILL through its pidfd ends it.
 #include <doctest/doctest.h>
 
 #include <fcntl.h>

@@ -1,4 +1,5 @@
-// runtime.md §11 reference table and decision D6 (split UTF-8, whole two-byte escapes).
+// The sanitizer's reference cases (docs/jobs.md "The output pipe") and decision D6 (split
+// UTF-8, whole two-byte escapes).
 #include "io/pty/sanitizer.hpp"
 
 #include <doctest/doctest.h>

@@ -1,4 +1,4 @@
-// io/sandbox/cgroups against the real kernel (extensions.md §E5): a job cgroup is made,
+// io/sandbox/cgroups against the real kernel (docs/jobs.md "Containment"): a job cgroup is made,
 // entered through a descriptor opened beforehand, holds a process that left its session,
 // and is ended (cgroup.kill, populated 0 by notification, rmdir). Needs root and a
 // cgroup2 mount (CI's machine has both); elsewhere these cases fail, they do not skip.

@@ -1,5 +1,5 @@
 // io/store/jobs_db against real SQLite files: schema, migration and the CAS rules of
-// runtime.md §8.3.
+// docs/layout.md "The database".
 #include <doctest/doctest.h>
 #include <sqlite3.h>
 #include <unistd.h>

@@ -1,5 +1,5 @@
-// Output paging: http-api.md §5.3/§5.4 examples and decision D6 (never split a character,
-// invalid bytes as U+FFFD, paging always advances).
+// Output paging: the original's examples (docs/api.md "Long-polls") and decision D6 (never
+// split a character, invalid bytes as U+FFFD, paging always advances).
 #include "io/text/output_window.hpp"
 
 #include <doctest/doctest.h>
@@ -87,13 +87,13 @@ void check_window(const output_window& w, const std::string& text, std::uint64_t
 TEST_CASE("window: spec examples (§5.2, §5.3)") {
   temp_file f("A世界B");
   check_window(read_output_window(f.path, 0, 4, true), "A世", 4, true);
-  check_window(read_output_window(f.path, 2, 4, true), "界", 7, true);  // skip 2, rule 4
+  check_window(read_output_window(f.path, 2, 4, true), "界", 7, true);  // skip 2, one unit anyway
   check_window(read_output_window(f.path, 4, 4, true), "界B", 8, false);
   check_window(read_output_window(f.path, 8, 4, true), "", 8, false);  // offset == size
   check_window(read_output_window(f.path, 0, 100, false), "A世界B", 8, false);
   check_window(read_output_window(f.path, 0, 1, true), "A", 1, true);
-  check_window(read_output_window(f.path, 1, 1, true), "世", 4, true);  // rule 4, limit 1
-  check_window(read_output_window(f.path, 3, 1, true), "界", 7, true);  // skip 1, rule 4
+  check_window(read_output_window(f.path, 1, 1, true), "世", 4, true);  // one unit anyway, limit 1
+  check_window(read_output_window(f.path, 3, 1, true), "界", 7, true);  // skip 1, one unit anyway
   check_window(read_output_window(f.path, 0, 0, true), "A", 1, true);   // limit 0: one char
 
   temp_file g("世界");
@@ -148,7 +148,7 @@ TEST_CASE("window: invalid bytes are U+FFFD and always consumed (D6)") {
   temp_file e("x\xf0\x9f\x98\x80y");
   check_window(read_output_window(e.path, 2, 10, true), "y", 6, false);
   check_window(read_output_window(e.path, 4, 10, true), "y", 6, false);
-  check_window(read_output_window(e.path, 1, 3, true), "\xf0\x9f\x98\x80", 5, true);  // rule 4
+  check_window(read_output_window(e.path, 1, 3, true), "\xf0\x9f\x98\x80", 5, true);  // one unit
 }
 
 TEST_CASE("window: incomplete character at the end of the file") {

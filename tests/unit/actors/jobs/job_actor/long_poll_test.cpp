@@ -1,4 +1,4 @@
-// The long-poll rules (http-api.md §5.2) on an artificial clock: completion, full window,
+// The long-poll rules (docs/api.md "Long-polls") on an artificial clock: completion, full window,
 // idle flush, timeout, invalid offset, and the wake-ups the job actor schedules.
 #include <doctest/doctest.h>
 
@@ -155,7 +155,7 @@ TEST_CASE("take_all empties the set, ids stay unique") {
   CHECK(s.empty());
 }
 
-// ---------------------------------------------------------------- return_on_input_wait (§E6)
+// ---------------------------------------------------------------- return_on_input_wait (prompts)
 
 namespace {
 wait_params on_input_wait(std::uint64_t offset, double timeout, double idle = 0.5) {

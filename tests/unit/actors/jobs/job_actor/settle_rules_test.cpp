@@ -1,4 +1,5 @@
-// The rules of settle() (runtime.md §7) as a table: facts in, the one decision out.
+// The rules of settle() (docs/jobs.md "Settling the status") as a table: facts in, the one
+// decision out.
 #include <doctest/doctest.h>
 
 #include "actors/jobs/job_actor/settle_rules.hpp"
