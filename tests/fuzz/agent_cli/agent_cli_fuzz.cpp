@@ -18,8 +18,8 @@
 
 #include "bin/dify-agent/cli.hpp"
 #include "bin/dify-agent/environment.hpp"
-#include "bin/dify-agent/stub_client.hpp"
-#include "bin/dify-agent/agent_home.hpp"
+#include "bin/dify-agent/client/stub_client.hpp"
+#include "bin/dify-agent/formats/agent_home.hpp"
 #include "tests/fuzz/support/sandboxed_home.hpp"
 
 namespace cli = shellctl::dify_agent;

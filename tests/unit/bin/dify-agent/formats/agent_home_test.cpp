@@ -11,8 +11,8 @@
 #include <sstream>
 #include <string>
 
-#include "bin/dify-agent/agent_home.hpp"
-#include "bin/dify-agent/skill_zip.hpp"
+#include "bin/dify-agent/formats/agent_home.hpp"
+#include "bin/dify-agent/formats/skill_zip.hpp"
 #include "tests/unit/io/archive/archive_test_support.hpp"
 
 namespace dify_agent = shellctl::dify_agent;

@@ -1,4 +1,4 @@
-#include "bin/dify-agent/stub_client.hpp"
+#include "bin/dify-agent/client/stub_client.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -12,7 +12,7 @@
 #include <random>
 
 #include "bin/dify-agent/command_tree.hpp"
-#include "bin/dify-agent/json_read.hpp"
+#include "bin/dify-agent/client/json_read.hpp"
 #include "io/json/json.hpp"
 
 namespace shellctl::dify_agent {

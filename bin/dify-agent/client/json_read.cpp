@@ -1,4 +1,4 @@
-#include "bin/dify-agent/json_read.hpp"
+#include "bin/dify-agent/client/json_read.hpp"
 
 #include <strings.h>
 

@@ -1,4 +1,4 @@
-#include "bin/dify-agent/skill_zip.hpp"
+#include "bin/dify-agent/formats/skill_zip.hpp"
 
 #include "io/fs/beneath.hpp"
 #include "io/fs/files.hpp"

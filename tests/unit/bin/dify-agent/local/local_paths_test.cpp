@@ -4,7 +4,7 @@
 
 #include <cstdlib>
 
-#include "bin/dify-agent/local_paths.hpp"
+#include "bin/dify-agent/local/local_paths.hpp"
 
 using namespace shellctl::dify_agent;
 

@@ -1,4 +1,4 @@
-#include "bin/dify-agent/http_transfer.hpp"
+#include "bin/dify-agent/client/http_transfer.hpp"
 
 #include <curl/curl.h>
 #include <signal.h>

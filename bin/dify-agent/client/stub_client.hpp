@@ -8,7 +8,7 @@
 #include <string>
 
 #include "bin/dify-agent/environment.hpp"
-#include "bin/dify-agent/http_transfer.hpp"
+#include "bin/dify-agent/client/http_transfer.hpp"
 
 namespace shellctl::dify_agent {
 

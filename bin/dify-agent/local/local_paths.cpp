@@ -1,4 +1,4 @@
-#include "bin/dify-agent/local_paths.hpp"
+#include "bin/dify-agent/local/local_paths.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "bin/dify-agent/command_tree.hpp"
-#include "bin/dify-agent/http_transfer.hpp"
+#include "bin/dify-agent/client/http_transfer.hpp"
 #include "io/text/base64url.hpp"
 
 namespace shellctl::dify_agent {

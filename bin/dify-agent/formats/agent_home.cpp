@@ -1,4 +1,4 @@
-#include "bin/dify-agent/agent_home.hpp"
+#include "bin/dify-agent/formats/agent_home.hpp"
 
 #include <archive.h>
 #include <archive_entry.h>

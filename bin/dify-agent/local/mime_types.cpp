@@ -1,4 +1,4 @@
-#include "bin/dify-agent/mime_types.hpp"
+#include "bin/dify-agent/local/mime_types.hpp"
 
 #include <cctype>
 #include <fstream>

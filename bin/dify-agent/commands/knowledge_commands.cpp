@@ -7,9 +7,9 @@
 
 #include "bin/dify-agent/cli.hpp"
 #include "bin/dify-agent/environment.hpp"
-#include "bin/dify-agent/json_read.hpp"
-#include "bin/dify-agent/local_paths.hpp"
-#include "bin/dify-agent/stub_client.hpp"
+#include "bin/dify-agent/client/json_read.hpp"
+#include "bin/dify-agent/local/local_paths.hpp"
+#include "bin/dify-agent/client/stub_client.hpp"
 
 namespace shellctl::dify_agent {
 

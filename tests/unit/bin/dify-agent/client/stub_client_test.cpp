@@ -1,8 +1,8 @@
 // bin/dify-agent/stub_client: the structured and legacy error decoding (docs/dify-agent.md).
 #include <doctest/doctest.h>
 
-#include "bin/dify-agent/mime_types.hpp"
-#include "bin/dify-agent/stub_client.hpp"
+#include "bin/dify-agent/local/mime_types.hpp"
+#include "bin/dify-agent/client/stub_client.hpp"
 
 using namespace shellctl::dify_agent;
 

@@ -16,9 +16,9 @@
 
 #include "bin/dify-agent/cli.hpp"
 #include "bin/dify-agent/environment.hpp"
-#include "bin/dify-agent/local_paths.hpp"
-#include "bin/dify-agent/stub_client.hpp"
-#include "bin/dify-agent/agent_home.hpp"
+#include "bin/dify-agent/local/local_paths.hpp"
+#include "bin/dify-agent/client/stub_client.hpp"
+#include "bin/dify-agent/formats/agent_home.hpp"
 
 namespace shellctl::dify_agent {
 

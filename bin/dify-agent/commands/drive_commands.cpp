@@ -10,12 +10,12 @@
 
 #include "bin/dify-agent/cli.hpp"
 #include "bin/dify-agent/environment.hpp"
-#include "bin/dify-agent/json_read.hpp"
-#include "bin/dify-agent/local_paths.hpp"
-#include "bin/dify-agent/mime_types.hpp"
-#include "bin/dify-agent/stub_client.hpp"
+#include "bin/dify-agent/client/json_read.hpp"
+#include "bin/dify-agent/local/local_paths.hpp"
+#include "bin/dify-agent/local/mime_types.hpp"
+#include "bin/dify-agent/client/stub_client.hpp"
 #include "io/fs/files.hpp"
-#include "bin/dify-agent/skill_zip.hpp"
+#include "bin/dify-agent/formats/skill_zip.hpp"
 
 namespace shellctl::dify_agent {
 
