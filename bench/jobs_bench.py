@@ -27,7 +27,7 @@
   --compare DIR    instead of the above: RunEcho of another build (DIR holds its shellctl
                    and helpers, e.g. a checkout's build/bin) and of this one, side by side,
                    interleaved: p50/p95 and timelines of both, and 8 parallel clients each;
-                   the "old -> new" figures of the README come from it
+                   the "old -> new" figures of docs/benchmarks.md come from it
 
 Usage: jobs_bench.py [path/to/shellctl] [--quick] [--sandbox-only] [--containment-only]
                      [--compare DIR]
@@ -267,7 +267,7 @@ def floors_and_run_echo(s, n):
 def state_dir_filesystem(report):
     """RunEcho with the state dir on the disk and on a tmpfs, side by side. A job creates
     two directories and about ten files; on a filesystem where creating an inode is dear
-    (ext4 without a journal checks every recently deleted inode of the group, see README)
+    (ext4 without a journal checks every recently deleted inode of the group, see docs/benchmarks.md)
     that shows here and nowhere else in the timeline but `files_written`."""
     mount = os.environ.get("SHELLCTL_BENCH_TMPFS")
     mounted = None

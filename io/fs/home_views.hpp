@@ -1,5 +1,5 @@
 #pragma once
-// The same-HOME output views (guarantee G7 of the README's security model). The newest real
+// The same-HOME output views (guarantee G7, docs/security.md "Guarantees"). The newest real
 // client tells the model to read a job's `output_path` when a window was truncated, and a
 // later job of the same agent must be able to do so although the state dir is masked in
 // every job. The server keeps, per canonical HOME, a directory

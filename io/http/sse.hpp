@@ -1,5 +1,5 @@
 #pragma once
-// The events of GET /v1/jobs/{id}/stream (README "Live output stream"): text/event-stream
+// The events of GET /v1/jobs/{id}/stream (docs/api.md "Live output stream"): text/event-stream
 // frames, "event: <name>\nid: <id>\ndata: <json>\n\n", the JSON on one line (Go's escaping
 // keeps every newline inside strings escaped). A wire format, so the stream's writer
 // (actors/jobs/job_stream.hpp) and its tests share one definition.

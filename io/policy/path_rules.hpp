@@ -1,5 +1,5 @@
 #pragma once
-// Which directories a job may be granted (guarantee G4 of the README's security model).
+// Which directories a job may be granted (guarantee G4, docs/security.md "Guarantees").
 // The server checks a request's HOME and cwd with these rules before a job exists, and the
 // runner checks them again on the paths it actually resolved (symlinks may change in
 // between), so the writable area is always bounded by the server's own rules.

@@ -2,7 +2,7 @@
 // A process's OOM score adjustment (/proc/<pid>/oom_score_adj, -1000..1000): the kernel's
 // OOM killer picks the process with the highest score, so the server, its tmux server
 // and its helpers keep a low one and every job process a high one — under memory
-// pressure the job is the victim, never the control plane (README, "Memory pressure").
+// pressure the job is the victim, never the control plane (docs/jobs.md "Memory pressure").
 // Children inherit the value; raising it needs no privilege, lowering it below what a
 // privileged writer set needs CAP_SYS_RESOURCE, which no job has.
 #include <sys/types.h>

@@ -17,7 +17,7 @@ bool cut_capabilities(std::string& err);
 // the worker's user namespace is an ordinary user for the job. False with `err`.
 bool drop_all_capabilities(std::string& err);
 
-// The names a root job keeps, for the README and the tests ("cap_chown", ...).
+// The names a root job keeps, for docs/security.md and the tests ("cap_chown", ...).
 const char* const* kept_capability_names();
 
 }  // namespace shellctl::io::sandbox

@@ -36,7 +36,7 @@ struct job_limits {
   bool any() const { return !memory_max.empty() || !pids_max.empty() || !cpu_max.empty(); }
 };
 
-// A run's own limits (POST /v1/jobs/run "limits"; README "Limits per job"): nullopt =
+// A run's own limits (POST /v1/jobs/run "limits"; docs/api.md "Limits per job"): nullopt =
 // not asked for, the server's value (if any) applies.
 struct run_limits {
   std::optional<std::uint64_t> memory_bytes;  // memory.max

@@ -1,7 +1,7 @@
 #pragma once
 // Whether a TCP connection to the API comes from a job (no job may call the control API):
 // the cgroup of its peer socket (io/sandbox/sock_diag.hpp) lies in the job root's subtree
-// (README, "Containment": every job's processes, and every cgroup a job made, are there).
+// (docs/jobs.md "Containment": every job's processes, and every cgroup a job made, are there).
 //
 // A cgroup id is classified once and remembered (ids are never reused while the machine
 // runs): as root, the id is opened by handle (open_by_handle_at on the cgroup file system)

@@ -57,7 +57,7 @@ struct transition {
 
 enum class record_result { recorded, already_terminal, not_found };
 
-// An Idempotency-Key of POST /v1/jobs/run (README, "Safe retries") and what it answers
+// An Idempotency-Key of POST /v1/jobs/run (docs/api.md "Safe retries") and what it answers
 // for: the job its first request started and the SHA-256 (hex) of that request's job
 // fields (actors/edge/requests.cpp, job_fields_digest).
 // Kept in the table run_idempotency beside `jobs`, which the original server never reads:

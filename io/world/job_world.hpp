@@ -40,7 +40,7 @@ struct world_spec {
   std::string cwd;              // canonical
   bool cwd_granted = false;     // path_rules.hpp: cwd_gets_grant
   std::string home_view;        // canonical dir whose jobs/ shows same-HOME output.logs; "" = none
-  // The caller is in a cgroup namespace rooted at the job's own cgroup (README, "Containment").
+  // The caller is in a cgroup namespace rooted at the job's own cgroup (docs/jobs.md "Containment").
   // The host root's cgroup file systems are then replaced by ones mounted in that
   // namespace (the job sees its own subtree only); without it, by nothing at all.
   bool own_cgroup = false;

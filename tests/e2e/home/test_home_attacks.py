@@ -1,4 +1,4 @@
-"""Home operations under attack (README "Security model", who touches Home): the six attacks
+"""Home operations under attack (docs/security.md "Home operations"): the six attacks
 that worked against the server when it saved, restored and served files itself, each tried
 again end to end with the real kernel, tmux, SQLite, archives and HTTP, in three layouts
 (the state dir in its default place inside Home, under another name inside Home, outside

@@ -330,7 +330,7 @@ class ContainmentWithoutNamespaces(Containment):
 
     def test_a_job_cannot_leave_its_cgroup(self):
         # Without namespaces a root job is root on the host (the original's mode): it can
-        # move itself anywhere; README "Containment" says so. Nothing to test here.
+        # move itself anywhere; docs/jobs.md "Containment" says so. Nothing to test here.
         pass
 
 

@@ -36,7 +36,9 @@ class StagedInstall(unittest.TestCase):
             "libexec/shellctl/shellctl-home",
             "libexec/shellctl/shellctl-runner", "libexec/shellctl/shellctl-runner-exit",
             "libexec/shellctl/shellctl-sanitize-pty",
-            # The native supervisor's deployment files (present, activating nothing).
+            # The native supervisor's deployment files (present, activating nothing) and
+            # the document its unit's Documentation= names.
+            "share/dify-native/native-scopes.md",
             "share/dify-native/native-test-apparmor.profile", "share/dify-native/native-test-seccomp.json",
             "share/dify-native/native-test-start.sh", "share/dify-native/native-test-supervisor.service",
             "share/dify-native/native-test-userns.apparmor",

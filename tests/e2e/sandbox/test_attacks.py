@@ -1,4 +1,4 @@
-"""The sandbox under attack (README "Security model", guarantees G1-G7): every attack that
+"""The sandbox under attack (docs/security.md, guarantees G1-G7): every attack that
 worked against the landed build is tried again, end to end, with the real kernel, tmux,
 SQLite and HTTP. A hostile script runs as a job; the attacker holds the token but may only
 use the API; a peer without the token gets nothing.
@@ -567,7 +567,7 @@ class HalfSentHeadsTest(unittest.TestCase):
                 peak = max(peak, rss_mib(s.pid))
                 time.sleep(0.1)
             self.assertGreaterEqual(ok, 198, statuses)
-            # README "Settings": about 20 MiB for a full house of guests.
+            # docs/layout.md "Settings": about 20 MiB for a full house of guests.
             self.assertLess(peak, 64, f"RSS {peak:.1f} MiB under the flood")
             print(f"under 2000 half-sent heads: {ok}/200 answered, server RSS {peak:.1f} MiB "
                   f"(idle {idle_rss:.1f}), the flood opened {opened[0]} and held up to {max(held)} connections")
