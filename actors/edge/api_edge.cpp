@@ -1,5 +1,7 @@
 #include "actors/edge/api_edge.hpp"
 
+#include "actors/protocol/job_requests.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -56,15 +58,6 @@ io::http::response encode(const job_list& l) { return json_response(200, job_lis
 io::http::response encode(const job_deleted& d) { return json_response(200, job_deleted_json(d)); }
 io::http::response encode(const job_activity& a) { return json_response(200, job_activity_json(a)); }
 
-// What each request is answered with (as in job_registry_actor's interface).
-template <class Request> struct reply_of { using type = job_result; };
-template <> struct reply_of<status_request> { using type = job_status_view; };
-template <> struct reply_of<terminate_request> { using type = job_status_view; };
-template <> struct reply_of<signal_request> { using type = job_status_view; };
-template <> struct reply_of<resize_request> { using type = job_status_view; };
-template <> struct reply_of<activity_request> { using type = job_activity; };
-template <> struct reply_of<delete_request> { using type = job_deleted; };
-template <> struct reply_of<list_request> { using type = job_list; };
 
 using self_ptr = api_edge_actor::stateful_pointer<api_edge_state>;
 constexpr auto sweep_interval = std::chrono::seconds(1);
@@ -117,7 +110,7 @@ void ask(self_ptr self, const job_registry_actor& registry, decoded_request req,
           // The bound is kept by the sweep above, not by a CAF request timeout: each of
           // those wakes CAF's timer thread, one context switch per request.
           self->request(registry, caf::infinite, std::move(r))
-              .then([self, id](typename reply_of<T>::type& answer) { give(self, id, encode(answer)); },
+              .then([self, id](job_reply_t<T>& answer) { give(self, id, encode(answer)); },
                     [self, id](caf::error& e) { give(self, id, error_response(read_job_error(e))); });
         }
       },
@@ -143,12 +136,7 @@ void ask_snapshot(self_ptr self, const snapshot_gate_actor& gate, std::chrono::n
     auto excludes = std::get<std::vector<std::string>>(std::move(decoded));
     self->request(gate, snapshot_bound(timeout), snapshot_save_request{std::move(excludes), resp})
         .then(
-            [resp](snapshot_saved& s) {
-              if (s.ok)
-                resp.end_stream(snapshot_trailers(s));
-              else
-                resp.abort();  // sent: no clean end or ok trailer (docs/snapshots.md "Trailers")
-            },
+            [resp](snapshot_saved& s) { resp.end_stream(snapshot_trailers(s)); },
             [resp](caf::error& e) {
               // Before the first byte: the error itself; once streaming, only a cut.
               resp.send(error_response(read_job_error(e)));
@@ -196,14 +184,11 @@ void ask_metrics(self_ptr self, const metrics_registry_actor& metrics, const io:
 void ask_usage(self_ptr self, const job_registry_actor& registry, const io::http::responder& resp) {
   self->request(registry, margin, store_usage{})
       .then(
-          [resp](store_usage_reply& r) {
-            if (!r.ok) {
-              resp.send(error_response(job_error_view{job_errc::storage_unavailable, r.error}));
-              return;
-            }
-            resp.send(json_response(200, worker_usage_json(r.usage)));
-          },
-          [resp](caf::error& e) { resp.send(error_response(read_job_error(e))); });
+          [resp](store_usage_reply& r) { resp.send(json_response(200, worker_usage_json(r.usage))); },
+          [resp](caf::error& e) {
+            // The counters cannot be read (or there are none here): the store's trouble.
+            resp.send(error_response(job_error_view{job_errc::storage_unavailable, error_text(e)}));
+          });
 }
 
 void ask_ports(self_ptr self, const std::string& job_root, const io::http::responder& resp) {

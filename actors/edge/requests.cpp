@@ -79,7 +79,7 @@ wait_params read_wait(const io::json::object& o, wait_rules rules) {
   return p;
 }
 
-// "limits": {"memory_bytes": N, "pids": N, "cpu": F} (README "Limits per job"). Ours, so
+// "limits": {"memory_bytes": N, "pids": N, "cpu": F} (docs/api.md "Limits per job"). Ours, so
 // strict where the original's fields are lenient: an unknown field is refused, since a
 // misspelt limit would otherwise leave the job unlimited. Whole numbers for the counts (a
 // fraction is a decode failure, as everywhere); ranges are the registry's to check.
@@ -242,7 +242,7 @@ signal_request decode_signal(const std::string& body) {
   return r;
 }
 
-// POST /resize (README, "Job control"): {"cols": C, "rows": R}, whole numbers from 1 to
+// POST /resize (docs/api.md "Job control"): {"cols": C, "rows": R}, whole numbers from 1 to
 // 4096 each. A value of the wrong type (a string, a fraction) is a decode failure as on
 // every other route (400 Invalid JSON body); a missing one or one out of range is 422.
 resize_request decode_resize(const std::string& body) {

@@ -1,5 +1,9 @@
 #include "actors/jobs/job_registry.hpp"
 
+#include <tuple>
+
+#include "actors/protocol/job_requests.hpp"
+
 #include <sys/random.h>
 
 #include <cerrno>
@@ -80,20 +84,21 @@ std::string check_job_home(const job_settings& cfg, const run_spec& spec, std::s
 // Where `cwd` (absolute, cleaned) is in the worker's own view: the same path, except in a
 // native scope's worker, whose jobs see the scoped world (io/world/scoped_world.hpp).
 std::string scoped_view(const job_settings& cfg, const std::string& cwd) {
-  if (cfg.scoped_payload.empty()) return cwd;
+  if (!cfg.scope) return cwd;
+  const auto& scope = *cfg.scope;
   const std::pair<const char*, const char*> writable[] = {
       {"/home/dify", "/home"}, {"/workspace", "/workspace"}, {"/tmp", "/tmp"}};
   for (const auto& [inside, sub] : writable) {
     const std::string in = inside;
     if (cwd == in || cwd.rfind(in + "/", 0) == 0)
-      return cfg.scoped_payload + sub + cwd.substr(in.size());
+      return scope.payload + sub + cwd.substr(in.size());
   }
   for (const char* tree : {"/usr", "/bin", "/sbin", "/lib", "/lib64", "/etc"}) {
     const std::string t = tree;
     if (cwd == t || cwd.rfind(t + "/", 0) == 0)
-      return (cfg.scoped_image_root == "/" ? "" : cfg.scoped_image_root) + cwd;
+      return (scope.image_root == "/" ? "" : scope.image_root) + cwd;
   }
-  return cfg.scoped_payload + "/no-such-directory";  // nothing else is in the world
+  return scope.payload + "/no-such-directory";  // nothing else is in the world
 }
 
 // A run with an Idempotency-Key that was seen before: the same job fields answer for the
@@ -152,7 +157,7 @@ caf::result<job_result> admit(self_ptr self, run_request& req) {
     return make_job_error(job_errc::validation_error,
                           "terminal cols and rows must be between 1 and 4096");
   // A scope's job has the scope's HOME, whatever the request says (the runner sets it).
-  if (st.cfg.scoped_payload.empty())
+  if (!st.cfg.scope)
     if (auto why = check_job_home(st.cfg, spec, spec.home_view); !why.empty())
       return make_job_error(job_errc::validation_error, why);
   if (auto why = io::sandbox::cgroups::check_run_limits(spec.limits, st.cfg.job_controllers, st.cfg.job_limits);
@@ -279,31 +284,87 @@ void end_orphan_cgroups(self_ptr self, const std::vector<job_row>& rows) {
     if (known.count(id) || self->state.jobs.count(id)) continue;
     const auto path = io::sandbox::cgroups::job_path(root, id);
     self->request(self->state.peers.reaper, caf::infinite, end_cgroup{path})
-        .then([self, path](cgroup_ended& r) {
-          self->send(self->state.peers.log,
-                     r.ok ? log_event{io::log::level::info, "orphan job cgroup ended",
-                                      {{"event", "cgroup_orphan_ended"}, {"cgroup", path}}}
-                          : log_event{io::log::level::warn,
-                                      "orphan job cgroup " + path + " not ended: " + r.error,
-                                      {{"cgroup", path}}});
-        });
+        .then(
+            [self, path](cgroup_ended&) {
+              self->send(self->state.peers.log,
+                         log_event{io::log::level::info, "orphan job cgroup ended",
+                                   {{"event", "cgroup_orphan_ended"}, {"cgroup", path}}});
+            },
+            [self, path](caf::error& e) {
+              self->send(self->state.peers.log,
+                         log_event{io::log::level::warn, "orphan job cgroup " + path + " not ended: " + error_text(e),
+                                   {{"cgroup", path}}});
+            });
   }
 }
 
-// A request about one job goes to its actor, which answers the requester (delegation).
-template <class Request, class Reply>
-auto to_job(self_ptr self) {
-  return [self](Request& req) -> caf::result<Reply> {
-    auto it = self->state.jobs.find(req.job_id);
-    if (it == self->state.jobs.end())
-      return make_job_error(job_errc::job_not_found, "Unknown job id");
-    return self->delegate(it->second, std::move(req));
+job_registry_actor::behavior_type serving(self_ptr self);
+
+// Recovery's second half: every row gets its actor, told whether its session exists. The
+// answer waits until every job has settled (its row true again): the startup retention GC
+// that follows reads the rows. Serving starts now; a job that takes longer than the bound
+// only makes the GC read an older row (a job that ended while the server was down is then
+// collected at the next interval instead). A failed session listing is the answer's error.
+void recover_rows(self_ptr self, caf::typed_response_promise<recovered> rp, store_rows rows,
+                  const std::set<std::string>& sessions, caf::error listing_failed) {
+  remove_orphan_dirs(self, rows.rows);
+  end_orphan_cgroups(self, rows.rows);
+  for (auto& k : rows.run_keys) {
+    self->state.run_key_of_job[k.job_id] = k.key;
+    self->state.run_keys[k.key] = k;
+  }
+  auto left = std::make_shared<std::size_t>(1);
+  auto one_settled = [rp, listing_failed, left]() mutable {
+    if (--*left != 0) return;
+    if (listing_failed)
+      rp.deliver(listing_failed);
+    else
+      rp.deliver(recovered{});
   };
+  for (auto& row : rows.rows) {
+    if (self->state.jobs.count(row.job_id)) continue;
+    bool alive = sessions.count(row.session_name) > 0;
+    self->state.newest_first.push_back(row.job_id);
+    auto job = spawn_job(self, row);
+    ++*left;
+    self->request(job, std::chrono::seconds(30), recover_job{alive})
+        .then([one_settled](job_recovered&) mutable { one_settled(); },
+              [one_settled](caf::error&) mutable { one_settled(); });
+  }
+  if (!listing_failed) self->become(serving(self));
+  one_settled();
 }
+
+// A request about one job goes to its actor, which answers the requester (delegation):
+// one handler for each of job_request_interface's requests.
+struct to_job {
+  self_ptr self;
+  template <class Request, class Reply>
+  auto operator()() const {
+    return [self = self](Request& req) -> caf::result<Reply> {
+      auto it = self->state.jobs.find(req.job_id);
+      if (it == self->state.jobs.end()) return make_job_error(job_errc::job_not_found, "Unknown job id");
+      return self->delegate(it->second, std::move(req));
+    };
+  }
+};
+
+// Recovering: a message that needs the recovered registry waits in the mailbox.
+template <class Message, class Reply = void>
+auto wait_for_recovery() {
+  return [](Message&) -> caf::result<Reply> { return caf::skip; };
+}
+struct wait_for_recovery_of {
+  template <class Request, class Reply>
+  auto operator()() const {
+    return wait_for_recovery<Request, Reply>();
+  }
+};
 
 // Serving: every job exists as an actor; requests go straight to them.
 job_registry_actor::behavior_type serving(self_ptr self) {
-  return {
+  return std::apply([self](auto... job_requests) -> job_registry_actor::behavior_type {
+    return {
       [self](run_request& req) -> caf::result<job_result> {
         try {
           return admit(self, req);
@@ -311,21 +372,12 @@ job_registry_actor::behavior_type serving(self_ptr self) {
           return make_job_error(job_errc::internal_error, e.what());
         }
       },
-      to_job<wait_request, job_result>(self),
-      to_job<tail_request, job_result>(self),
-      to_job<status_request, job_status_view>(self),
-      to_job<input_request, job_result>(self),
-      to_job<signal_request, job_status_view>(self),
-      to_job<resize_request, job_status_view>(self),
-      to_job<activity_request, job_activity>(self),
-      to_job<terminate_request, job_status_view>(self),
-      to_job<delete_request, job_deleted>(self),
-      to_job<stream_request, stream_opened>(self),
+      job_requests...,
       [self](list_request& req) { return list(self, req); },
       [self](store_usage& req) -> caf::result<store_usage_reply> {
         return self->delegate(self->state.peers.store, req);
       },
-      [](recover_all&) -> store_rows { return {}; },  // recovered already
+      [](recover_all&) -> recovered { return {}; },  // recovered already
       [self](job_removed& m) -> removal_ack {
         auto& st = self->state;
         st.jobs.erase(m.job_id);
@@ -345,13 +397,8 @@ job_registry_actor::behavior_type serving(self_ptr self) {
         self->state.jobs.clear();
         self->quit();
       },
-  };
-}
-
-// Recovering: a message that needs the recovered registry waits in the mailbox.
-template <class Message, class Reply = void>
-auto wait_for_recovery() {
-  return [](Message&) -> caf::result<Reply> { return caf::skip; };
+    };
+  }, job_request_handlers(to_job{self}));
 }
 
 }  // namespace
@@ -372,68 +419,31 @@ job_registry_actor::behavior_type job_registry(
   // up meanwhile, so start-up time does not grow with the number of jobs (D8).
   // The two requests below are unbounded on purpose: startup waits for them, and a store
   // or tmux that never answers leaves nothing to serve (`serve` reports it and stops).
-  return {
-      [self](recover_all&) -> caf::result<store_rows> {
-        auto rp = self->make_response_promise<store_rows>();
+  return std::apply([self](auto... job_requests) -> job_registry_actor::behavior_type {
+    return {
+      [self](recover_all&) -> caf::result<recovered> {
+        auto rp = self->make_response_promise<recovered>();
         self->request(self->state.peers.store, caf::infinite, store_load_all{})
-            .then([self, rp](store_rows& rows) mutable {
-              if (!rows.ok) {
-                rp.deliver(rows);
-                return;
-              }
-              self->request(self->state.peers.tmux, caf::infinite, list_sessions_request{})
-                  .then([self, rp, rows](session_list& sessions) mutable {
-                    remove_orphan_dirs(self, rows.rows);
-                    end_orphan_cgroups(self, rows.rows);
-                    for (auto& k : rows.run_keys) {
-                      self->state.run_key_of_job[k.job_id] = k.key;
-                      self->state.run_keys[k.key] = k;
-                    }
-                    store_rows summary;
-                    summary.ok = sessions.ok;
-                    summary.error = sessions.error;
-                    // The answer waits until every job has settled (its row true again):
-                    // the startup retention GC that follows reads the rows. Serving
-                    // starts now; a job that takes longer than the bound only makes the
-                    // GC read an older row (a job that ended while the server was down
-                    // is then collected at the next interval instead).
-                    auto left = std::make_shared<std::size_t>(1);
-                    auto one_settled = [rp, summary, left]() mutable {
-                      if (--*left == 0) rp.deliver(summary);
-                    };
-                    for (auto& row : rows.rows) {
-                      if (self->state.jobs.count(row.job_id)) continue;
-                      bool alive = sessions.names.count(row.session_name) > 0;
-                      self->state.newest_first.push_back(row.job_id);
-                      auto job = spawn_job(self, row);
-                      ++*left;
-                      self->request(job, std::chrono::seconds(30), recover_job{alive})
-                          .then([one_settled](job_recovered&) mutable { one_settled(); },
-                                [one_settled](caf::error&) mutable { one_settled(); });
-                    }
-                    if (summary.ok) self->become(serving(self));
-                    one_settled();
-                  });
-            });
+            .then(
+                [self, rp](store_rows& rows) mutable {
+                  self->request(self->state.peers.tmux, caf::infinite, list_sessions_request{})
+                      .then([self, rp, rows](session_list& sessions) mutable {
+                              recover_rows(self, rp, rows, sessions.names, caf::error{});
+                            },
+                            [self, rp, rows](caf::error& e) mutable { recover_rows(self, rp, rows, {}, e); });
+                },
+                [rp](caf::error& e) mutable { rp.deliver(e); });
         return rp;
       },
+      job_requests...,
       wait_for_recovery<run_request, job_result>(),
-      wait_for_recovery<wait_request, job_result>(),
-      wait_for_recovery<tail_request, job_result>(),
-      wait_for_recovery<status_request, job_status_view>(),
-      wait_for_recovery<input_request, job_result>(),
-      wait_for_recovery<signal_request, job_status_view>(),
-      wait_for_recovery<resize_request, job_status_view>(),
-      wait_for_recovery<activity_request, job_activity>(),
       wait_for_recovery<store_usage, store_usage_reply>(),
-      wait_for_recovery<terminate_request, job_status_view>(),
-      wait_for_recovery<delete_request, job_deleted>(),
-      wait_for_recovery<stream_request, stream_opened>(),
       wait_for_recovery<list_request, job_list>(),
       wait_for_recovery<job_removed, removal_ack>(),
       wait_for_recovery<collect_jobs>(),
       [self](shutdown_jobs&) { self->quit(); },
-  };
+    };
+  }, job_request_handlers(wait_for_recovery_of{}));
 }
 
 }  // namespace shellctl::actors

@@ -70,7 +70,7 @@ metrics_registry_actor::behavior_type metrics_registry(
       [self](snapshot_ended& e) {
         auto& c = self->state.counters;
         const std::string kind = e.save ? "save" : "restore";
-        ++c.snapshots[{kind, e.ok ? "ok" : "error"}];
+        ++c.snapshots[{kind, e.succeeded ? "ok" : "error"}];
         c.snapshot_bytes[kind] += e.bytes;
         auto [it, fresh] = c.snapshot_seconds.try_emplace(kind, snapshot_bounds());
         (void)fresh;
@@ -90,7 +90,7 @@ metrics_registry_actor::behavior_type metrics_registry(
         self->request(store, std::chrono::seconds(5), store_count_jobs{})
             .then(
                 [rp, s](store_job_counts& counts) mutable {
-                  s.jobs_known = counts.ok;
+                  s.jobs_known = true;
                   s.jobs = std::move(counts.counts);
                   rp.deliver(std::move(s));
                 },

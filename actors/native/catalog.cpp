@@ -5,16 +5,17 @@
 namespace shellctl::actors {
 namespace {
 
-// Every answer carries the catalog's error instead of ending the actor with it.
+// A catalog that fails answers storage_unavailable with its message instead of ending the
+// actor with it.
 template <class Reply, class Work>
-Reply guarded(Work work) {
-  Reply r;
+caf::result<Reply> guarded(Work work) {
   try {
+    Reply r;
     work(r);
+    return r;
   } catch (const std::exception& e) {
-    r.error = e.what();
+    return make_native_error(native_errc::storage_unavailable, e.what());
   }
-  return r;
 }
 
 }  // namespace
@@ -23,26 +24,23 @@ native_catalog_actor::behavior_type native_catalog(native_catalog_actor::pointer
                                                    std::shared_ptr<io::native::catalog> db) {
   return {
       [db](catalog_begin& m) {
-        return guarded<catalog_begun>([&](catalog_begun& r) {
-          r.outcome = db->begin_create(m.record, m.net);
-          r.ok = true;
-        });
+        return guarded<catalog_begun>([&](catalog_begun& r) { r.outcome = db->begin_create(m.record, m.net); });
       },
       [db](catalog_record_worker& m) {
         return guarded<catalog_done>([&](catalog_done& r) {
           const auto& w = m.record;
-          r.ok = db->record_worker(w.scope_id, w.generation, w.worker_pid, w.worker_starttime, w.boot_id,
-                                   w.worker_nonce, w.cgroup_path, io::text::utc_now());
+          r.changed = db->record_worker(w.scope_id, w.generation, w.worker_pid, w.worker_starttime, w.boot_id,
+                                        w.worker_nonce, w.cgroup_path, io::text::utc_now());
         });
       },
       [db](catalog_transition& m) {
         return guarded<catalog_done>([&](catalog_done& r) {
-          r.ok = db->transition(m.scope_id, m.generation, m.from, m.to, m.reason, io::text::utc_now());
+          r.changed = db->transition(m.scope_id, m.generation, m.from, m.to, m.reason, io::text::utc_now());
         });
       },
       [db](catalog_bury& m) {
         return guarded<catalog_done>([&](catalog_done& r) {
-          r.ok = db->bury(m.scope_id, m.generation, m.reason, io::text::utc_now());
+          r.changed = db->bury(m.scope_id, m.generation, m.reason, io::text::utc_now());
         });
       },
       [db](catalog_find& m) {

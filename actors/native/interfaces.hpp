@@ -15,8 +15,10 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "actors/protocol/domain.hpp"
 #include "actors/protocol/routes.hpp"
 #include "io/http/bridge.hpp"
 #include "io/native/scope/catalog.hpp"
@@ -25,13 +27,48 @@
 
 namespace shellctl::actors {
 
-// ---------------------------------------------------------------- domain values
+// ---------------------------------------------------------------- domain errors
 
-// A refusal, by its documented error code (the edge knows each code's status) and a message.
-struct native_error {
-  std::string code;
+// Every refusal of the scope service by its documented code (docs/native-scopes.md "The
+// scope service"): a caf::error of the category `native` with the message as its text.
+// The edge maps each to its status (native_edge.cpp); the request's own malformations
+// (invalid_request, validation_error) are refused at the edge before any actor is asked.
+enum class native_errc : std::uint8_t {
+  scope_generation_required = 1,  // 400
+  scope_token_required,           // 401
+  scope_token_invalid,            // 403
+  scope_not_found,                // 404
+  scope_exists,                   // 409
+  scope_generation_stale,         // 409
+  scope_generation_mismatch,      // 409
+  scope_not_ready,                // 409
+  scope_worker_lost,              // 409
+  scope_quarantined,              // 409
+  scope_destroyed,                // 410
+  capability_digest_mismatch,     // 412
+  base_snapshot_ref_invalid,      // 422
+  input_file_ref_invalid,         // 422
+  network_target_denied,          // 422
+  scope_cleanup_failed,           // 500
+  scope_worker_unreachable,       // 502
+  scope_capacity_unavailable,     // 503
+  scope_setup_failed,             // 503
+  storage_unavailable,            // 503: the catalog cannot be read or written
+};
+inline constexpr caf::atom_value native_error_category = caf::atom("native");
+caf::error make_native_error(native_errc code, std::string message);
+bool is_native_error(const caf::error& e, native_errc code);
+struct native_error_view {
+  native_errc code;
   std::string message;
 };
+// The code and message of a native error; any other error (CAF's: an actor that is gone)
+// as `otherwise` with CAF's rendering.
+native_error_view read_native_error(const caf::error& e, native_errc otherwise);
+std::string_view native_code_text(native_errc code);
+int native_status(native_errc code);
+
+// ---------------------------------------------------------------- domain values
 
 struct scope_usage {
   std::uint64_t input_bytes = 0, output_bytes = 0, jobs_admitted = 0;
@@ -52,14 +89,14 @@ struct scope_view {
   std::optional<scope_transport> transport;  // only while ready
 };
 
+// Create and inspect's answer. A create that failed is its error; when the failure was its
+// setup (scope_setup_failed), the scope's own end tells the registry whether its id is
+// free (scope_buried) or still held (quarantined).
 struct scope_answer {
-  std::optional<native_error> error;
-  bool retained = false;  // with an error: the scope still exists (quarantined)
   scope_view view;
 };
 
 struct scope_gone {
-  std::optional<native_error> error;
   std::string scope_id;
   std::uint64_t generation = 0;
   std::string reason;  // the tombstone's
@@ -67,7 +104,6 @@ struct scope_gone {
 
 // Where a scoped job request goes once every check passed.
 struct worker_route {
-  std::optional<native_error> error;
   std::string socket_path;
   std::string control_token;
   caf::actor_addr scope;  // its scope_actor: told when the worker cannot be reached
@@ -108,8 +144,6 @@ struct scope_buried {
 // At startup: every retained scope is adopted (or found lost) before requests are served.
 struct adopt_retained {};
 struct adopted {
-  bool ok = false;
-  std::string error;
   std::size_t scopes = 0;
 };
 struct native_shutdown {};
@@ -121,9 +155,7 @@ struct native_shutdown {};
 struct scope_prepare {
   io::native::create_request req;
 };
-struct scope_prepared {
-  std::optional<native_error> error;
-};
+struct scope_prepared {};
 struct scope_begin {  // create: commit, worker, `ready`; after scope_prepare and the capacity check
   io::native::create_request req;
 };
@@ -146,9 +178,9 @@ struct catalog_begin {
   io::native::scope_record record;
   io::native::scope_network net;  // pins and budget, in the same transaction
 };
+// The catalog's answers; a catalog that failed answers storage_unavailable with SQLite's
+// message instead.
 struct catalog_begun {
-  bool ok = false;  // false: the catalog failed (error)
-  std::string error;
   io::native::create_outcome outcome = io::native::create_outcome::created;
 };
 struct catalog_record_worker {
@@ -167,14 +199,12 @@ struct catalog_bury {
   std::string reason;
 };
 struct catalog_done {
-  bool ok = false;       // the change was made (a CAS that matched)
-  std::string error;     // the catalog failed (not a CAS miss)
+  bool changed = false;  // the change was made (a CAS that matched)
 };
 struct catalog_find {
   std::string scope_id;
 };
 struct catalog_found {
-  std::string error;
   std::optional<io::native::scope_record> record;
   std::optional<io::native::tombstone> tomb;
 };
@@ -188,20 +218,18 @@ struct catalog_net_reserve {
   std::uint64_t max = 0;
 };
 struct catalog_net_grant {
-  std::string error;         // the catalog failed
-  std::string refusal;       // dial: network_connections_exhausted | network_bytes_exhausted
+  // dial: network_connections_exhausted | network_bytes_exhausted, the broker's wire word
+  std::string refusal;
   std::uint64_t granted = 0;  // dial: 1 when charged; reserve: the bytes
 };
 struct catalog_net_read {
   std::string scope_id;
 };
 struct catalog_net_state {
-  std::string error;
   std::vector<io::native::pinned_target> pins;
   std::optional<io::native::net_usage> budget;
 };
 struct catalog_rows {
-  std::string error;
   std::vector<io::native::scope_record> rows;
 };
 

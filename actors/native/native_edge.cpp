@@ -11,39 +11,9 @@ namespace shellctl::actors {
 
 namespace native = io::native;
 
-int native_status(const std::string& code) {
-  static const std::pair<const char*, int> table[] = {
-      {"invalid_request", 400},
-      {"scope_generation_required", 400},
-      {"unauthorized", 401},
-      {"scope_token_required", 401},
-      {"scope_token_invalid", 403},
-      {"scope_not_found", 404},
-      {"scope_exists", 409},
-      {"scope_generation_stale", 409},
-      {"scope_generation_mismatch", 409},
-      {"scope_not_ready", 409},
-      {"scope_worker_lost", 409},
-      {"scope_quarantined", 409},
-      {"scope_destroyed", 410},
-      {"capability_digest_mismatch", 412},
-      {"validation_error", 422},
-      {"base_snapshot_ref_invalid", 422},
-      {"input_file_ref_invalid", 422},
-      {"network_target_denied", 422},
-      {"scope_cleanup_failed", 500},
-      {"scope_worker_unreachable", 502},
-      {"scope_capacity_unavailable", 503},
-      {"scope_setup_failed", 503},
-      {"storage_unavailable", 503},
-  };
-  for (const auto& [c, status] : table)
-    if (code == c) return status;
-  return 500;
-}
-
-io::http::response native_error_response(const native_error& e) {
-  return error_response(native_status(e.code), e.code, e.message);
+io::http::response native_error_response(const caf::error& e, native_errc otherwise) {
+  const auto v = read_native_error(e, otherwise);
+  return error_response(native_status(v.code), native_code_text(v.code), v.message);
 }
 
 std::variant<io::http::response, native_match> check_at_native_front(
@@ -159,35 +129,21 @@ native_edge_actor::behavior_type native_edge(native_edge_actor::pointer self,
               return;
             }
             self->request(registry, caf::infinite, create_scope{std::get<native::create_request>(std::move(parsed))})
-                .then([resp](scope_answer& a) {
-                        resp.send(a.error ? native_error_response(*a.error)
-                                          : json_response(201, scope_view_json(a.view)));
-                      },
-                      [resp](caf::error&) {
-                        resp.send(native_error_response({"scope_setup_failed", "the scope registry is gone"}));
-                      });
+                .then([resp](scope_answer& a) { resp.send(json_response(201, scope_view_json(a.view))); },
+                      [resp](caf::error& e) { resp.send(native_error_response(e, native_errc::scope_setup_failed)); });
             return;
           }
           case native_route::inspect:
             self->request(registry, caf::infinite,
                           inspect_scope{m->scope_id, header(call.req, "X-Scope-Generation")})
-                .then([resp](scope_answer& a) {
-                        resp.send(a.error ? native_error_response(*a.error)
-                                          : json_response(200, scope_view_json(a.view)));
-                      },
-                      [resp](caf::error&) {
-                        resp.send(native_error_response({"storage_unavailable", "the scope registry is gone"}));
-                      });
+                .then([resp](scope_answer& a) { resp.send(json_response(200, scope_view_json(a.view))); },
+                      [resp](caf::error& e) { resp.send(native_error_response(e, native_errc::storage_unavailable)); });
             return;
           case native_route::destroy:
             self->request(registry, caf::infinite,
                           destroy_scope{m->scope_id, header(call.req, "X-Scope-Generation")})
-                .then([resp](scope_gone& g) {
-                        resp.send(g.error ? native_error_response(*g.error) : json_response(200, gone_json(g)));
-                      },
-                      [resp](caf::error&) {
-                        resp.send(native_error_response({"storage_unavailable", "the scope registry is gone"}));
-                      });
+                .then([resp](scope_gone& g) { resp.send(json_response(200, gone_json(g))); },
+                      [resp](caf::error& e) { resp.send(native_error_response(e, native_errc::storage_unavailable)); });
             return;
           case native_route::scoped_job: {
             std::string target = m->job_path + (call.req.query.empty() ? "" : "?" + call.req.query);
@@ -196,16 +152,10 @@ native_edge_actor::behavior_type native_edge(native_edge_actor::pointer self,
                                      header(call.req, "X-Scope-Token")})
                 .then(
                     [=, call = std::move(call)](worker_route& r) mutable {
-                      if (r.error) {
-                        call.resp.send(native_error_response(*r.error));
-                        return;
-                      }
                       auto caller = self->system().spawn<caf::detached>(worker_caller);
                       self->send(caller, forward_job{std::move(call), target, std::move(r)});
                     },
-                    [resp](caf::error&) {
-                      resp.send(native_error_response({"storage_unavailable", "the scope registry is gone"}));
-                    });
+                    [resp](caf::error& e) { resp.send(native_error_response(e, native_errc::storage_unavailable)); });
             return;
           }
           default:

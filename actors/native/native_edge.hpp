@@ -16,8 +16,9 @@
 namespace shellctl::actors {
 
 // The status of a refusal's code (scope_not_found 404, scope_destroyed 410, ...).
-int native_status(const std::string& code);
-io::http::response native_error_response(const native_error& e);
+// A refusal as its status and the ordinary error envelope; an error that is not the scope
+// service's (an actor that is gone) as `otherwise`.
+io::http::response native_error_response(const caf::error& e, native_errc otherwise);
 
 // Loop thread, before the body: an answer (/healthz; then 401 without the bearer; then
 // 404/405; capabilities), or the match to hand to native_edge.

@@ -54,18 +54,21 @@ std::string name_of(const native::scope_record& r) {
   return native::scope_cgroup_name(r.scope_id, r.generation);
 }
 
-native_error err(std::string code, std::string message) {
-  return native_error{std::move(code), std::move(message)};
-}
+caf::error err(native_errc code, std::string message) { return make_native_error(code, std::move(message)); }
 
-// One blocking exchange with the catalog: this actor is detached, its thread may wait.
+// One blocking exchange with the catalog: this actor is detached, its thread may wait. The
+// catalog's answer, or its error (storage_unavailable), or that it is gone.
 template <class Reply, class Msg>
-Reply ask_catalog(self_ptr self, const native_catalog_actor& catalog, Msg msg) {
-  Reply out;
+caf::expected<Reply> ask_catalog(self_ptr self, const native_catalog_actor& catalog, Msg msg) {
+  caf::expected<Reply> out{err(native_errc::storage_unavailable, "the catalog did not answer")};
   caf::scoped_actor s{self->system()};
   s->request(catalog, caf::infinite, std::move(msg))
       .receive([&](Reply& r) { out = std::move(r); },
-               [&](caf::error& e) { out.error = "the catalog is gone: " + self->system().render(e); });
+               [&](caf::error& e) {
+                 out = e.category() == native_error_category
+                           ? e
+                           : err(native_errc::storage_unavailable, "the catalog is gone: " + self->system().render(e));
+               });
   return out;
 }
 
@@ -156,13 +159,10 @@ void refresh_usage(self_ptr self, const cfg_ptr& cfg, scope_usage& usage) {
 void refresh_net_usage(self_ptr self, const native_catalog_actor& catalog, scope_usage& usage) {
   auto& st = self->state;
   if (st.net.pins.empty()) return;
-  catalog_net_state n;
-  caf::scoped_actor s{self->system()};
-  s->request(catalog, caf::infinite, catalog_net_read{st.record.scope_id})
-      .receive([&](catalog_net_state& r) { n = std::move(r); }, [&](caf::error&) { n.error = "gone"; });
-  if (!n.error.empty() || !n.budget) return;
-  usage.network_bytes = n.budget->bytes_used;
-  usage.network_connections = n.budget->conns_used;
+  const auto n = ask_catalog<catalog_net_state>(self, catalog, catalog_net_read{st.record.scope_id});
+  if (!n || !n->budget) return;
+  usage.network_bytes = n->budget->bytes_used;
+  usage.network_connections = n->budget->conns_used;
 }
 
 scope_view view_of(self_ptr self, const cfg_ptr& cfg, const native_catalog_actor& catalog) {
@@ -188,8 +188,8 @@ bool commit(self_ptr self, const native_catalog_actor& catalog,
   auto& st = self->state;
   auto r = ask_catalog<catalog_done>(
       self, catalog, catalog_transition{st.record.scope_id, st.record.generation, std::move(from), to, reason});
-  if (!r.ok) {
-    error = r.error.empty() ? "the catalog no longer holds this scope in the expected state" : r.error;
+  if (!r || !r->changed) {
+    error = r ? "the catalog no longer holds this scope in the expected state" : error_text(r.error());
     return false;
   }
   st.record.state = to;
@@ -198,18 +198,18 @@ bool commit(self_ptr self, const native_catalog_actor& catalog,
 }
 
 // The refs, opened beneath their roots without following any symlink (S3).
-std::optional<native_error> resolve_refs(const cfg_ptr& cfg, const native::create_request& req,
+caf::error resolve_refs(const cfg_ptr& cfg, const native::create_request& req,
                                          native::worker_setup& setup, fd_guard& fds) {
   const int base_root = ::open(cfg->base_root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
   const int input_root = ::open(cfg->input_root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
   fds.fds.push_back(base_root);
   fds.fds.push_back(input_root);
   if (base_root < 0 || input_root < 0)
-    return err("scope_setup_failed", "the base or input root cannot be opened");
+    return err(native_errc::scope_setup_failed, "the base or input root cannot be opened");
   setup.base_fd = io::fs::open_beneath_no_symlinks(base_root, req.base_snapshot_ref, O_PATH | O_DIRECTORY);
   fds.fds.push_back(setup.base_fd);
   if (setup.base_fd < 0)
-    return err("base_snapshot_ref_invalid", "base_snapshot_ref \"" + req.base_snapshot_ref +
+    return err(native_errc::base_snapshot_ref_invalid, "base_snapshot_ref \"" + req.base_snapshot_ref +
                                                 "\" is not a directory under the base root (" +
                                                 std::strerror(errno) + ")");
   for (const auto& ref : req.input_file_refs) {
@@ -217,17 +217,17 @@ std::optional<native_error> resolve_refs(const cfg_ptr& cfg, const native::creat
     fds.fds.push_back(fd);
     struct stat st {};
     if (fd < 0 || ::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
-      return err("input_file_ref_invalid",
+      return err(native_errc::input_file_ref_invalid,
                  "input_file_refs: \"" + ref + "\" is not a file under the input root");
     setup.input_refs.push_back(ref);
     setup.input_fds.push_back(fd);
     setup.input_paths.push_back(cfg->input_root + "/" + ref);
   }
-  return std::nullopt;
+  return {};
 }
 
 // The targets, resolved once and pinned (S22): each must keep an address.
-std::optional<native_error> pin_targets(const cfg_ptr& cfg, const native::create_request& req,
+caf::error pin_targets(const cfg_ptr& cfg, const native::create_request& req,
                                         native::scope_network& net) {
   net = {};
   net.bytes_limit = req.limits.network_bytes;
@@ -235,10 +235,10 @@ std::optional<native_error> pin_targets(const cfg_ptr& cfg, const native::create
   for (const auto& t : req.network_targets) {
     std::string why;
     auto pin = native::pin_target(t.host, t.port, cfg->mediator, why);
-    if (pin.addresses.empty()) return err("network_target_denied", "network_targets: " + why);
+    if (pin.addresses.empty()) return err(native_errc::network_target_denied, "network_targets: " + why);
     net.pins.push_back(std::move(pin));
   }
-  return std::nullopt;
+  return {};
 }
 
 // The broker (with targets): listening on broker.sock in the host directory before the
@@ -325,21 +325,17 @@ std::string start_worker(self_ptr self, const cfg_ptr& cfg, native::worker_setup
 
 // Ends everything of the scope and removes its storage (DELETE, S24), from `destroying`:
 // the tombstone, or `quarantined` with the reason. Answers the registry's caller.
-scope_gone end_scope(self_ptr self, const cfg_ptr& cfg, const native_catalog_actor& catalog,
-                     const scope_registry_actor& registry, const std::string& reason) {
+caf::expected<scope_gone> end_scope(self_ptr self, const cfg_ptr& cfg, const native_catalog_actor& catalog,
+                                    const scope_registry_actor& registry, const std::string& reason) {
   auto& st = self->state;
-  scope_gone out;
-  out.scope_id = st.record.scope_id;
-  out.generation = st.record.generation;
-  out.reason = reason;
+  scope_gone out{st.record.scope_id, st.record.generation, reason};
   std::string e;
   if (st.record.state != native::scope_state::destroying &&
       !commit(self, catalog,
               {native::scope_state::creating, native::scope_state::ready, native::scope_state::lost,
                native::scope_state::quarantined},
               native::scope_state::destroying, reason, e)) {
-    out.error = err("storage_unavailable", "the scope's destruction cannot be committed: " + e);
-    return out;
+    return err(native_errc::storage_unavailable, "the scope's destruction cannot be committed: " + e);
   }
   const std::string name = name_of(st.record);
   stop_broker(self);
@@ -356,15 +352,14 @@ scope_gone end_scope(self_ptr self, const cfg_ptr& cfg, const native_catalog_act
   if (!clean) {
     std::string e2;
     commit(self, catalog, {native::scope_state::destroying}, native::scope_state::quarantined, e, e2);
-    out.error = err("scope_cleanup_failed", "the scope could not be cleaned up (it is quarantined; "
-                                            "DELETE retries): " + e);
-    return out;
+    return err(native_errc::scope_cleanup_failed, "the scope could not be cleaned up (it is quarantined; "
+                                                  "DELETE retries): " + e);
   }
   auto b = ask_catalog<catalog_done>(self, catalog, catalog_bury{st.record.scope_id, st.record.generation, reason});
-  if (!b.ok) {
-    out.error = err("storage_unavailable", "the scope's tombstone cannot be committed: " + b.error);
-    return out;
-  }
+  if (!b || !b->changed)
+    return err(native_errc::storage_unavailable,
+               "the scope's tombstone cannot be committed: " +
+                   (b ? std::string("the catalog no longer holds this scope") : error_text(b.error())));
   caf::anon_send(registry, scope_buried{st.record.scope_id, st.record.generation});
   self->quit();
   return out;
@@ -383,11 +378,10 @@ void arm_deadline(self_ptr self) {
 scope_actor_type::behavior_type scope_actor(self_ptr self, cfg_ptr cfg, native_catalog_actor catalog,
                                             scope_registry_actor registry) {
   return {
-      [=](scope_prepare& m) -> scope_prepared {
+      [=](scope_prepare& m) -> caf::result<scope_prepared> {
         // Create's first steps: refs opened beneath their roots, targets pinned. Held for begin.
         auto& st = self->state;
         const auto& req = m.req;
-        scope_prepared out;
         st.limits = req.limits;
         st.deadline_epoch = req.deadline_epoch;
         auto& r = st.record;
@@ -401,20 +395,19 @@ scope_actor_type::behavior_type scope_actor(self_ptr self, cfg_ptr cfg, native_c
         r.deadline = req.deadline;
         r.limits = native::limits_json(req.limits);
         fd_guard fds;
-        out.error = resolve_refs(cfg, req, st.setup, fds);
-        if (!out.error) out.error = pin_targets(cfg, req, st.net);
-        if (out.error) {
+        auto refused = resolve_refs(cfg, req, st.setup, fds);
+        if (!refused) refused = pin_targets(cfg, req, st.net);
+        if (refused) {
           self->quit();
-          return out;
+          return refused;
         }
         st.held_fds = std::move(fds.fds);
         fds.fds.clear();
-        return out;
+        return scope_prepared{};
       },
-      [=](scope_begin& m) -> scope_answer {
+      [=](scope_begin& m) -> caf::result<scope_answer> {
         auto& st = self->state;
         const auto& req = m.req;
-        scope_answer out;
         auto& r = st.record;
         r.created_at = io::text::utc_now();
         r.updated_at = r.created_at;
@@ -424,18 +417,17 @@ scope_actor_type::behavior_type scope_actor(self_ptr self, cfg_ptr cfg, native_c
         fds.fds = std::move(st.held_fds);
         st.held_fds.clear();
         auto begun = ask_catalog<catalog_begun>(self, catalog, catalog_begin{r, st.net});
-        if (!begun.ok) {
-          out.error = err("storage_unavailable", "the catalog cannot record the scope: " + begun.error);
+        if (!begun) {
           self->quit();
-          return out;
+          return err(native_errc::storage_unavailable, "the catalog cannot record the scope: " + error_text(begun.error()));
         }
-        if (begun.outcome != native::create_outcome::created) {
-          out.error = begun.outcome == native::create_outcome::scope_exists
-                          ? err("scope_exists", "scope " + r.scope_id + " exists")
-                          : err("scope_generation_stale", "generation " + std::to_string(r.generation) +
-                                                              " of scope " + r.scope_id + " is not newer than its last destroyed one");
+        if (begun->outcome != native::create_outcome::created) {
           self->quit();
-          return out;
+          return begun->outcome == native::create_outcome::scope_exists
+                     ? err(native_errc::scope_exists, "scope " + r.scope_id + " exists")
+                     : err(native_errc::scope_generation_stale, "generation " + std::to_string(r.generation) +
+                                                                    " of scope " + r.scope_id +
+                                                                    " is not newer than its last destroyed one");
         }
         setup.scope_id = r.scope_id;
         setup.generation = r.generation;
@@ -452,7 +444,9 @@ scope_actor_type::behavior_type scope_actor(self_ptr self, cfg_ptr cfg, native_c
         std::string why = start_worker(self, cfg, setup);
         if (why.empty()) {
           auto rec = ask_catalog<catalog_done>(self, catalog, catalog_record_worker{r});
-          if (!rec.ok) why = "the worker's identity cannot be committed: " + rec.error;
+          if (!rec || !rec->changed)
+            why = "the worker's identity cannot be committed: " +
+                  (rec ? std::string("the catalog no longer holds this scope in the expected state") : error_text(rec.error()));
         }
         if (why.empty()) why = start_broker(self, cfg, catalog);
         std::string e;
@@ -460,17 +454,14 @@ scope_actor_type::behavior_type scope_actor(self_ptr self, cfg_ptr cfg, native_c
           why = "the ready state cannot be committed: " + e;
         if (!why.empty()) {
           auto gone = end_scope(self, cfg, catalog, registry, "setup_failed");
-          out.retained = gone.error.has_value();
-          out.error = gone.error && gone.error->code == "scope_cleanup_failed"
-                          ? err("scope_setup_failed", why + "; and its clean-up failed, the scope is quarantined")
-                          : err("scope_setup_failed", why);
-          return out;
+          return !gone && is_native_error(gone.error(), native_errc::scope_cleanup_failed)
+                     ? err(native_errc::scope_setup_failed, why + "; and its clean-up failed, the scope is quarantined")
+                     : err(native_errc::scope_setup_failed, why);
         }
         arm_deadline(self);
-        out.view = view_of(self, cfg, catalog);
-        return out;
+        return scope_answer{view_of(self, cfg, catalog)};
       },
-      [=](scope_adopt& m) -> scope_answer {
+      [=](scope_adopt& m) -> caf::result<scope_answer> {
         // Reattach (S11): the same boot, a pidfd for the pid, the same start time, the pid in
         // the scope's worker cgroup, and an identity call that authenticates and matches.
         auto& st = self->state;
@@ -483,35 +474,25 @@ scope_actor_type::behavior_type scope_actor(self_ptr self, cfg_ptr cfg, native_c
         st.socket_path = st.host_dir + "/control.sock";
         st.control_token = native::worker_control_token(cfg->token, st.record.scope_id,
                                                         st.record.generation, st.record.worker_nonce);
-        scope_answer out;
         {
           // The pins and the budget persist in the catalog (S22): the same network again.
-          catalog_net_state n;
-          caf::scoped_actor s{self->system()};
-          s->request(catalog, caf::infinite, catalog_net_read{st.record.scope_id})
-              .receive([&](catalog_net_state& r) { n = std::move(r); },
-                       [&](caf::error& e) { n.error = self->system().render(e); });
-          if (!n.error.empty()) {
-            out.error = err("storage_unavailable", "the scope's network cannot be read: " + n.error);
-            return out;
-          }
-          st.net.pins = std::move(n.pins);
-          if (n.budget) {
-            st.net.bytes_limit = n.budget->bytes_limit;
-            st.net.conns_limit = n.budget->conns_limit;
+          auto n = ask_catalog<catalog_net_state>(self, catalog, catalog_net_read{st.record.scope_id});
+          if (!n) return err(native_errc::storage_unavailable, "the scope's network cannot be read: " + error_text(n.error()));
+          st.net.pins = std::move(n->pins);
+          if (n->budget) {
+            st.net.bytes_limit = n->budget->bytes_limit;
+            st.net.conns_limit = n->budget->conns_limit;
           }
         }
         arm_deadline(self);
         if (st.record.state == native::scope_state::destroying) {
           // A destruction that a crash interrupted: carried on.
           auto gone = end_scope(self, cfg, catalog, registry, st.record.state_reason.empty() ? "deleted" : st.record.state_reason);
-          out.error = gone.error;
-          return out;
+          if (!gone) return gone.error();
+          return scope_answer{};
         }
-        if (st.record.state != native::scope_state::ready && st.record.state != native::scope_state::creating) {
-          out.view = view_of(self, cfg, catalog);
-          return out;  // lost and quarantined stay as they are
-        }
+        if (st.record.state != native::scope_state::ready && st.record.state != native::scope_state::creating)
+          return scope_answer{view_of(self, cfg, catalog)};  // lost and quarantined stay as they are
         std::string why;
         if (st.record.state == native::scope_state::creating) why = "its creation never finished";
         else if (st.record.boot_id != native::boot_id()) why = "the machine has rebooted since";
@@ -536,54 +517,41 @@ scope_actor_type::behavior_type scope_actor(self_ptr self, cfg_ptr cfg, native_c
           std::string e;
           if (!commit(self, catalog, {native::scope_state::ready, native::scope_state::creating},
                       native::scope_state::lost, "worker not re-adopted: " + why, e))
-            out.error = err("storage_unavailable", e);
+            return err(native_errc::storage_unavailable, e);
         }
-        out.view = view_of(self, cfg, catalog);
-        return out;
+        return scope_answer{view_of(self, cfg, catalog)};
       },
-      [=](scope_inspect&) -> scope_answer {
+      [=](scope_inspect&) -> caf::result<scope_answer> {
         auto& st = self->state;
-        scope_answer out;
         if (st.record.state == native::scope_state::ready) {
           std::string why;
           if (!worker_answers(self, cfg, why)) {
             std::string e;
-            if (!commit(self, catalog, {native::scope_state::ready}, native::scope_state::lost, why, e)) {
-              out.error = err("storage_unavailable", e);
-              return out;
-            }
+            if (!commit(self, catalog, {native::scope_state::ready}, native::scope_state::lost, why, e))
+              return err(native_errc::storage_unavailable, e);
           }
         }
-        out.view = view_of(self, cfg, catalog);
-        return out;
+        return scope_answer{view_of(self, cfg, catalog)};
       },
-      [=](scope_destroy& m) -> scope_gone { return end_scope(self, cfg, catalog, registry, m.reason); },
-      [=](scope_job_access& m) -> worker_route {
+      [=](scope_destroy& m) -> caf::result<scope_gone> {
+        auto gone = end_scope(self, cfg, catalog, registry, m.reason);
+        if (!gone) return gone.error();
+        return std::move(*gone);
+      },
+      [=](scope_job_access& m) -> caf::result<worker_route> {
         auto& st = self->state;
-        worker_route out;
-        if (!m.token) {
-          out.error = err("scope_token_required", "X-Scope-Token is required");
-          return out;
-        }
-        if (!native::verify_scope_token(cfg->token, identity_of(st.record), *m.token)) {
-          out.error = err("scope_token_invalid", "X-Scope-Token is not valid for this scope's worker");
-          return out;
-        }
+        if (!m.token) return err(native_errc::scope_token_required, "X-Scope-Token is required");
+        if (!native::verify_scope_token(cfg->token, identity_of(st.record), *m.token))
+          return err(native_errc::scope_token_invalid, "X-Scope-Token is not valid for this scope's worker");
         switch (st.record.state) {
           case native::scope_state::ready:
-            out.socket_path = st.socket_path;
-            out.control_token = st.control_token;
-            out.scope = self->address();
-            return out;
+            return worker_route{st.socket_path, st.control_token, self->address()};
           case native::scope_state::lost:
-            out.error = err("scope_worker_lost", "the scope's worker is lost: " + st.record.state_reason);
-            return out;
+            return err(native_errc::scope_worker_lost, "the scope's worker is lost: " + st.record.state_reason);
           case native::scope_state::quarantined:
-            out.error = err("scope_quarantined", "the scope is quarantined: " + st.record.state_reason);
-            return out;
+            return err(native_errc::scope_quarantined, "the scope is quarantined: " + st.record.state_reason);
           default:
-            out.error = err("scope_not_ready", "the scope is " + std::string(native::state_text(st.record.state)));
-            return out;
+            return err(native_errc::scope_not_ready, "the scope is " + std::string(native::state_text(st.record.state)));
         }
       },
       [=](scope_deadline&) {

@@ -21,7 +21,8 @@ worker_caller_actor::behavior_type worker_caller(worker_caller_actor::pointer se
         if (!a.reached) {
           caf::anon_send(caf::actor_cast<scope_actor_type>(m.route.scope), scope_worker_unreachable{});
           m.call.resp.send(native_error_response(
-              native_error{"scope_worker_unreachable", "the scope's worker did not answer: " + a.error}));
+              make_native_error(native_errc::scope_worker_unreachable, "the scope's worker did not answer: " + a.error),
+              native_errc::scope_worker_unreachable));
         } else {
           io::http::response r;
           r.status = static_cast<int>(a.status);

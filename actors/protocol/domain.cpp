@@ -58,6 +58,17 @@ caf::error make_job_error(job_errc code, std::string text) {
                     caf::make_message(std::move(text)));
 }
 
+bool is_job_error(const caf::error& e, job_errc code) {
+  return e.category() == error_category && e.code() == static_cast<std::uint8_t>(code);
+}
+
+std::string error_text(const caf::error& e) {
+  // Ours carry their text first (a tmux error also the output of the lines that ran).
+  if (e.category() != caf::atom("system") && e.context().size() > 0 && e.context().match_element<std::string>(0))
+    return e.context().get_as<std::string>(0);
+  return caf::to_string(e);
+}
+
 job_error_view read_job_error(const caf::error& e) {
   if (e.category() == error_category) {
     std::string text;

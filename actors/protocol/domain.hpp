@@ -65,6 +65,12 @@ enum class job_errc : std::uint8_t {
 inline constexpr caf::atom_value error_category = caf::atom("shellctl");
 
 caf::error make_job_error(job_errc code, std::string text);
+// Whether `e` is the job error `code`.
+bool is_job_error(const caf::error& e, job_errc code);
+
+// The text an error carries (ours: the context given to make_*_error; CAF's: its
+// rendering), for a log line or a client's message.
+std::string error_text(const caf::error& e);
 // The code and text of an error made by make_job_error; other errors (CAF's own: timeouts,
 // a receiver that is down) come back as internal_error with CAF's rendering.
 struct job_error_view {
@@ -104,7 +110,7 @@ struct job_activity {
   };
   std::optional<terminal_size> terminal;  // PTY jobs that run: the pane's size in tmux
   std::size_t processes = 0;              // live processes of the job
-  // Why a finished job ended (README, "Job control": `ended`); none while it runs.
+  // Why a finished job ended (docs/api.md "Job control": `ended`); none while it runs.
   struct end_reason {
     std::string by;  // exit, signal, limit, oom, terminate, deadline, failed, lost
     int signal = 0;  // the signal that ended its main process, when one did
@@ -135,14 +141,12 @@ struct job_list {
   std::vector<job_info> jobs;
 };
 
-// How a snapshot save ended. Failures before the first byte are errors (snapshot_failed,
-// home_unavailable); after it the stream can only be cut: `ok` false with `started`.
+// A snapshot save that ended well: its trailers say so. A failure is an error
+// (snapshot_failed, home_unavailable): before the first byte the client gets it as the
+// answer, after it the stream is cut (no clean end, no ok trailer).
 struct snapshot_saved {
-  bool ok = false;
-  bool started = false;      // bytes were sent: a failure now cuts the connection
   std::uint64_t bytes = 0;   // compressed bytes sent
   std::string sha256_hex;    // of exactly those bytes
-  std::string error;         // why not ok
 };
 
 struct snapshot_restored {
@@ -189,17 +193,29 @@ struct job_ports {
 class held_answer {
  public:
   held_answer() = default;
-  explicit held_answer(caf::response_promise rp)
-      : rp_(std::make_shared<caf::response_promise>(std::move(rp))) {}
-  bool pending() const { return rp_ && rp_->pending(); }
+  explicit held_answer(caf::response_promise rp) : box_(std::make_shared<promise_box>(std::move(rp))) {}
+  bool pending() const { return box_ && box_->rp.pending(); }
   void fail(job_errc code, std::string text) const {
-    if (pending()) rp_->deliver(make_job_error(code, std::move(text)));
+    if (pending()) box_->rp.deliver(make_job_error(code, std::move(text)));
   }
   // What a request handler returns when it answers later.
-  const caf::response_promise& promise() const { return *rp_; }
+  const caf::response_promise& promise() const { return box_->rp; }
 
  protected:
-  std::shared_ptr<caf::response_promise> rp_;
+  // The last copy of an answer that was never given answers internal_error: a request is
+  // never left without an answer (an actor that ends, a path that forgets it), whatever
+  // the bound the edge keeps.
+  struct promise_box {
+    explicit promise_box(caf::response_promise p) : rp(std::move(p)) {}
+    promise_box(const promise_box&) = delete;
+    promise_box& operator=(const promise_box&) = delete;
+    ~promise_box() {
+      if (rp.pending())
+        rp.deliver(make_job_error(job_errc::internal_error, "the request was dropped without an answer"));
+    }
+    caf::response_promise rp;
+  };
+  std::shared_ptr<promise_box> box_;
 };
 
 template <class T>
@@ -209,7 +225,7 @@ class answer : public held_answer {
   explicit answer(caf::typed_response_promise<T> rp)
       : held_answer(static_cast<caf::response_promise>(rp)) {}
   void ok(T value) const {
-    if (pending()) rp_->deliver(std::move(value));
+    if (pending()) box_->rp.deliver(std::move(value));
   }
 };
 

@@ -28,11 +28,11 @@ using event_log_actor = caf::typed_actor<reacts_to<log_event>, reacts_to<shutdow
 
 // job_store: the one SQLite connection (detached: a write may wait for a busy database).
 using job_store_actor = caf::typed_actor<
-    replies_to<store_insert>::with<store_reply>,       // the row after the insert
-    replies_to<store_charge_input>::with<store_reply>,  // changed = charged (a scope's worker)
-    replies_to<store_apply>::with<store_reply>,        // a CAS transition and the row after it
-    replies_to<store_record_exit>::with<store_reply>,  // the server records a runner's exit
-    replies_to<store_remove>::with<store_reply>,       // changed = a row was deleted
+    replies_to<store_insert>::with<store_outcome>,       // the row after the insert
+    replies_to<store_charge_input>::with<store_outcome>,  // changed = charged (a scope's worker)
+    replies_to<store_apply>::with<store_outcome>,        // a CAS transition and the row after it
+    replies_to<store_record_exit>::with<store_outcome>,  // the server records a runner's exit
+    replies_to<store_remove>::with<store_outcome>,       // changed = a row was deleted
     replies_to<store_load_all>::with<store_rows>,      // every row, newest first (recovery)
     replies_to<store_expired>::with<store_ids>,        // terminal rows past retention
     replies_to<store_count_jobs>::with<store_job_counts>,  // rows by status and mode (/metrics)
@@ -41,8 +41,8 @@ using job_store_actor = caf::typed_actor<
 
 // tmux_server: the one tmux control-mode client.
 using tmux_server_actor = caf::typed_actor<
-    replies_to<tmux_start>::with<tmux_reply>,        // the client is up (or why not)
-    replies_to<tmux_command>::with<tmux_reply>,      // each line's output, or the first error
+    replies_to<tmux_start>::with<tmux_ready>,        // the client is up (or why not)
+    replies_to<tmux_command>::with<tmux_output>,     // each line's output, or the first error
     replies_to<list_sessions_request>::with<session_list>,  // the sessions that exist now
     replies_to<tmux_silence_query>::with<tmux_silence>,     // stuck, or only busy?
     reacts_to<track_session>,                        // a recovered job's session
@@ -52,7 +52,7 @@ using tmux_server_actor = caf::typed_actor<
 
 // fs_watcher: the one inotify descriptor.
 using fs_watcher_actor = caf::typed_actor<
-    replies_to<watch_dir>::with<watch_ack>,  // the owner is told of changes from now on
+    replies_to<watch_dir>::with<watch_set>,  // the owner is told of changes from now on
     reacts_to<unwatch_dir>,
     reacts_to<fs_batch>,  // internal: events read by the inotify thread
     reacts_to<shutdown_jobs>>;
@@ -79,19 +79,24 @@ using stdin_feeder_actor = caf::typed_actor<
     replies_to<stdin_write>::with<stdin_written>,  // all written (or how much, and why not)
     reacts_to<shutdown_jobs>>;
 
-// job_actor: one per job; owns its status and answers every request about it.
-using job_actor_type = caf::typed_actor<
-    replies_to<run_request>::with<job_result>,        // starts the job, then waits as asked
+// The requests about one job a client makes, each with its answer, written once: the
+// registry (which jobs exist) delegates each to the job's own actor, which answers it, and
+// the edge waits for that answer (actors/protocol/job_requests.hpp derives all three).
+using job_request_interface = caf::typed_actor<
     replies_to<wait_request>::with<job_result>,       // a long-poll window
     replies_to<tail_request>::with<job_result>,       // the last bytes of output
     replies_to<status_request>::with<job_status_view>,
     replies_to<input_request>::with<job_result>,      // pastes, then waits as asked
     replies_to<terminate_request>::with<job_status_view>,  // once ended and output final
-    replies_to<signal_request>::with<job_status_view>,     // once sent
+    replies_to<signal_request>::with<job_status_view>,     // once sent (docs/api.md "Job control")
     replies_to<resize_request>::with<job_status_view>,     // once tmux resized
     replies_to<activity_request>::with<job_activity>,      // from /proc and tmux
     replies_to<delete_request>::with<job_deleted>,
-    replies_to<stream_request>::with<stream_opened>,  // a job_stream now writes the answer
+    replies_to<stream_request>::with<stream_opened>>;  // a job_stream now writes the answer
+
+// job_actor: one per job; owns its status and answers every request about it.
+using job_actor_type = job_request_interface::extend<
+    replies_to<run_request>::with<job_result>,        // starts the job, then waits as asked
     replies_to<info_request>::with<job_info>,         // the row for GET /v1/jobs
     reacts_to<dir_changed>,                           // from fs_watcher
     reacts_to<session_gone>,                          // from tmux_server
@@ -106,21 +111,11 @@ using job_actor_type = caf::typed_actor<
 
 // job_registry: which jobs exist. Admits runs, hands each job request to its actor
 // (CAF delegation: the job actor answers the requester directly), lists jobs.
-using job_registry_actor = caf::typed_actor<
+using job_registry_actor = job_request_interface::extend<
     replies_to<run_request>::with<job_result>,
-    replies_to<wait_request>::with<job_result>,
-    replies_to<tail_request>::with<job_result>,
-    replies_to<status_request>::with<job_status_view>,
-    replies_to<input_request>::with<job_result>,
-    replies_to<terminate_request>::with<job_status_view>,
-    replies_to<signal_request>::with<job_status_view>,
-    replies_to<resize_request>::with<job_status_view>,
-    replies_to<activity_request>::with<job_activity>,
-    replies_to<delete_request>::with<job_deleted>,
-    replies_to<stream_request>::with<stream_opened>,
     replies_to<list_request>::with<job_list>,
     replies_to<store_usage>::with<store_usage_reply>,  // a scope worker's counters (the store's)
-    replies_to<recover_all>::with<store_rows>,   // settle every row (startup, D8)
+    replies_to<recover_all>::with<recovered>,    // settle every row (startup, D8)
     replies_to<job_removed>::with<removal_ack>,  // from a job actor that is gone
     reacts_to<collect_jobs>,                     // from retention_gc
     reacts_to<shutdown_jobs>>;

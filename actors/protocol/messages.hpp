@@ -256,20 +256,17 @@ struct store_load_all {};
 struct store_expired {
   std::string cutoff;  // terminal rows with ended_at <= cutoff
 };
-// The answer to every store_* request except load_all/expired.
-struct store_reply {
-  bool ok = true;
-  std::string error;       // SQLite's message when !ok
-  bool transient = false;  // !ok for a reason that passes (disk full, I/O, busy): retry
+// The store's answer to a write (insert, charge_input, apply, record_exit, remove):
+// whether it changed anything, and the row after it (nullopt: no such row). A write that
+// failed is a caf::error with its domain code: storage_unavailable when the reason passes
+// (disk full, I/O, busy: the writer retries), job_capacity_exhausted or
+// input_budget_exhausted when a native scope's budget refused it (nothing was done),
+// internal_error otherwise; SQLite's message is its text.
+struct store_outcome {
   bool changed = false;
-  std::optional<job_row> row;  // the row after the operation (nullopt: no such row)
-  // A native scope's budget refused the insert: "job_capacity_exhausted" or
-  // "input_budget_exhausted" (nothing was inserted or charged). "" otherwise.
-  std::string refused;
+  std::optional<job_row> row;
 };
 struct store_rows {
-  bool ok = true;
-  std::string error;
   std::vector<job_row> rows;
   std::vector<io::store::run_key> run_keys;  // each of a row in `rows`
 };
@@ -285,7 +282,8 @@ struct session_gone {
 // Whoever owns a session and is told of its end (a job_actor).
 using session_owner = caf::typed_actor<caf::reacts_to<session_gone>>;
 
-// Runs the command lines in order; answers tmux_reply.
+// Runs the command lines in order; answers tmux_output, or the first failure as a
+// tmux_errc error (actors/protocol/domain.hpp) with tmux's text.
 struct tmux_command {
   std::vector<std::string> lines;
   // Set when lines[0] is a new-session: the tmux_server then tracks that session and tells
@@ -299,11 +297,26 @@ struct track_session {
   std::string name;
   session_owner owner;
 };
-struct tmux_reply {
-  bool ok = true;
-  std::string error;                            // text of the first failing command
+struct tmux_output {
   std::vector<std::vector<std::string>> output;  // one entry per line that ran
 };
+using tmux_result = caf::expected<tmux_output>;
+// What tmux_server's failures mean (the CAF category `tmux`), decided once where tmux's
+// answer arrives, so that no requester reads tmux's text to branch: each requester turns
+// them into the job_errc its own client hears. The error carries tmux's text and the
+// output of the lines that ran before the failing one (a new-session that worked before
+// its pipe-pane failed still tells its pane's pid).
+enum class tmux_errc : std::uint8_t {
+  unavailable = 1,  // no tmux server, and none could be started (or the client is gone)
+  server_exited,    // the tmux server died while the command was owed: a start may begin again
+  target_missing,   // the session, window or pane the command names does not exist
+  command_failed,   // tmux refused the command
+};
+inline constexpr caf::atom_value tmux_error_category = caf::atom("tmux");
+caf::error make_tmux_error(tmux_errc code, std::string text, tmux_output ran = {});
+bool is_tmux_error(const caf::error& e, tmux_errc code);
+// The output of the lines that ran before the failure (empty for other errors).
+tmux_output output_before(const caf::error& e);
 // Sent by the control client's reader thread.
 struct tmux_lines {
   std::vector<std::string> lines;
@@ -311,15 +324,15 @@ struct tmux_lines {
 struct tmux_client_exited {
   std::uint64_t generation;
 };
-// Answered with session_list: the sessions that exist now.
+// Answered with session_list: the sessions that exist now (or a tmux_errc error).
 struct list_sessions_request {};
 struct session_list {
-  bool ok = true;
-  std::string error;
   std::set<std::string> names;
 };
-// Starts the control client; answered with tmux_reply (ok or the reason it failed).
+// Starts the control client; answered with tmux_ready, or the reason it failed
+// (tmux_errc::unavailable).
 struct tmux_start {};
+struct tmux_ready {};
 // Answered with tmux_silence: how long commands have been owed an answer while tmux said
 // nothing at all. A busy tmux (a hundred starts queued) keeps answering, one command
 // after another; a stopped or hung one goes silent. A slow start is told apart from a
@@ -341,10 +354,8 @@ struct watch_dir {
   std::string path;
   dir_listener owner;
 };
-struct watch_ack {
-  bool ok;
-  std::string error;
-};
+// The watch is set; a failure (inotify's) is an internal_error with its text.
+struct watch_set {};
 struct unwatch_dir {
   std::string path;
 };
@@ -365,9 +376,10 @@ struct recover_job {
 // nothing to store): the startup retention GC must read rows recovery has made true.
 struct job_recovered {};
 // Asks the registry to load every row and settle it (startup, D8). Answered with
-// store_rows (ok/error) once every job actor has settled its row (or 30 s passed); job
-// requests are served from the moment every job actor exists.
+// `recovered` (or the store's or tmux's error) once every job actor has settled its row
+// (or 30 s passed); job requests are served from the moment every job actor exists.
 struct recover_all {};
+struct recovered {};
 struct shutdown_jobs {};
 
 // ---------------------------------------------------------------- stdin_feeder
@@ -376,10 +388,11 @@ struct stdin_write {
   std::string text;
   bool eof = false;
 };
+// All of the text was written. A write that stopped short is an input_unsupported error
+// saying why (the job ended, the pipe broke); the bytes the job took are counted in
+// /metrics by the feeder either way.
 struct stdin_written {
-  std::size_t bytes = 0;  // written of text.size()
-  bool ok = true;
-  std::string error;  // !ok: why the rest was not written (the job ended, the pipe broke)
+  std::size_t bytes = 0;
 };
 
 // ---------------------------------------------------------------- cleanup_worker
@@ -397,10 +410,8 @@ struct kill_groups_naming {
 struct end_cgroup {
   std::string path;
 };
-struct cgroup_ended {
-  bool ok = true;
-  std::string error;
-};
+// The cgroup is killed, empty and removed; a failure is an internal_error saying why.
+struct cgroup_ended {};
 
 // ---------------------------------------------------------------- retention
 struct gc_tick {};
@@ -458,7 +469,7 @@ struct job_input_event {  // job_actor: text was pasted into the job
 };
 struct snapshot_ended {  // snapshot_gate: an operation answered
   bool save = true;    // false: restore
-  bool ok = false;
+  bool succeeded = false;
   std::uint64_t bytes = 0;  // save: archive bytes streamed; restore: bytes written
   double seconds = 0;
 };
@@ -477,14 +488,14 @@ struct metrics_scrape {};
 // A native scope worker's budget counters (GET /v1/worker/usage,
 // docs/native-scopes.md "The scope worker").
 struct store_usage {};
+// A scope worker's budget counters; an error where there is no budget or it cannot be read.
 struct store_usage_reply {
-  bool ok = true;  // false: no budget here, or it cannot be read (error)
-  std::string error;
   io::native::budget_usage usage;
 };
 struct store_count_jobs {};
+// Rows by status and mode; an error when they cannot be counted (/metrics then leaves the
+// family out rather than report zero jobs).
 struct store_job_counts {
-  bool ok = true;
   std::vector<job_count> counts;
 };
 
@@ -562,11 +573,12 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::store_record_exit)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::store_remove)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::store_load_all)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::store_expired)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::store_reply)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::store_outcome)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::store_rows)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::store_ids)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::tmux_command)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::tmux_reply)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::tmux_output)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::tmux_ready)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::tmux_lines)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::tmux_client_exited)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::track_session)
@@ -576,7 +588,8 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::tmux_start)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::tmux_silence_query)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::tmux_silence)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::watch_dir)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::watch_ack)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::watch_set)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::recovered)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::unwatch_dir)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::fs_batch)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(shellctl::actors::dir_changed)

@@ -8,8 +8,29 @@
 #include <vector>
 
 #include "io/sandbox/cgroups.hpp"
+#include "io/tmux/job_commands.hpp"
 
 namespace shellctl::actors {
+
+// What a native scope's worker changes for the jobs it runs (docs/native-scopes.md "The
+// scope worker", "The scoped job sandbox"), given to the registry and every job actor as
+// one value instead of settings whose emptiness means "an ordinary server".
+struct scope_policy {
+  // Jobs run in the scoped world, so a cwd names a path there: /home/dify, /workspace and
+  // /tmp are the payload's home/, workspace/ and tmp/ (checked there), the rest is the
+  // image (image_root).
+  std::string payload;
+  std::string image_root;
+  // The jobs' wall deadline: a job still running this long after it started, or at the
+  // scope's deadline (seconds since the epoch), is terminated. 0 = none.
+  std::chrono::seconds wall_limit{0};
+  std::int64_t wall_until_epoch = 0;
+  // The output budget: every output byte is reserved before it is written (the
+  // sanitizer's and the runner's copies, io/native/worker/output_budget.hpp), through
+  // `helper` (`shellctl native-budget`) in the scope's catalog `db`; the script, the env
+  // and every input are charged there too.
+  io::tmux::output_budget budget;
+};
 
 struct job_settings {
   std::string state_dir;    // S (absolute)
@@ -37,20 +58,9 @@ struct job_settings {
   io::sandbox::cgroups::job_controllers job_controllers;
   // Whether the host mounts the job root's cgroup2 with nsdelegate (said, never relied on).
   std::optional<bool> cgroup_nsdelegate;
-  // A native scope's worker (docs/native-scopes.md "The scope worker",
-  // "The scoped job sandbox"): jobs run in the scoped world, so a cwd names a path there:
-  // /home/dify, /workspace and /tmp are the payload's home/, workspace/ and tmp/ (checked
-  // there), the rest is the image. "" = an ordinary server.
-  std::string scoped_payload;
-  // Its jobs' wall deadline: a job still running this long after it started, or at
-  // the scope's deadline (seconds since the epoch), is terminated. 0 = none.
-  std::chrono::seconds wall_limit{0};
-  std::int64_t wall_until_epoch = 0;
-  std::string scoped_image_root;
-  // Its output budget: every output byte is reserved before it is written (the
-  // sanitizer's and the runner's copies, io/native/worker/output_budget.hpp); "" = none.
-  std::string budget_helper;
-  std::string budget_db;
+  // A native scope's worker changes what its jobs are (scope_policy, below); an ordinary
+  // server has none.
+  std::optional<scope_policy> scope;
   std::chrono::milliseconds pipe_ready_timeout{10000};
   // How long a PTY job whose runner exited may wait for the output pipe's finalizer
   // before the exit is recorded without it (decision D8: never stuck).

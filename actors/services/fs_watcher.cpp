@@ -13,13 +13,13 @@ fs_watcher_actor::behavior_type fs_watcher(fs_watcher_actor::stateful_pointer<fs
         caf::anon_send(me, fs_batch{std::move(events)});
       });
   return {
-      [self](watch_dir& m) -> watch_ack {
+      [self](watch_dir& m) -> caf::result<watch_set> {
         auto& st = self->state;
         int wd = st.source->add_dir(m.path);
-        if (wd < 0) return {false, "inotify_add_watch " + m.path + ": " + std::strerror(-wd)};
+        if (wd < 0) return make_job_error(job_errc::internal_error, "inotify_add_watch " + m.path + ": " + std::strerror(-wd));
         st.by_wd[wd] = {m.path, m.owner};
         st.by_path[m.path] = wd;
-        return {true, {}};
+        return watch_set{};
       },
       [self](unwatch_dir& m) {
         auto& st = self->state;

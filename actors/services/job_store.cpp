@@ -6,25 +6,21 @@ namespace shellctl::actors {
 
 
 namespace {
-// Runs one DB operation and folds SQLite failures into the reply, so a full disk
-// becomes a 500 for that request instead of a dead actor.
-template <class F>
-store_reply guarded(F f) {
+
+// Runs one DB operation and turns SQLite failures into the answer's error, so a full disk
+// becomes an error for that request instead of a dead actor: storage_unavailable when it
+// passes (the writer retries), internal_error otherwise.
+template <class T, class F>
+caf::result<T> guarded(F f) {
   try {
     return f();
   } catch (const io::store::db_error& e) {
-    store_reply r;
-    r.ok = false;
-    r.error = e.what();
-    r.transient = e.transient();
-    return r;
+    return make_job_error(e.transient() ? job_errc::storage_unavailable : job_errc::internal_error, e.what());
   } catch (const std::exception& e) {
-    store_reply r;
-    r.ok = false;
-    r.error = e.what();
-    return r;
+    return make_job_error(job_errc::internal_error, e.what());
   }
 }
+
 }  // namespace
 
 job_store_actor::behavior_type job_store(job_store_actor::pointer self,
@@ -32,15 +28,19 @@ job_store_actor::behavior_type job_store(job_store_actor::pointer self,
                                          std::shared_ptr<io::native::worker_budget> budget) {
   return {
       [db, budget](store_insert& m) {
-        return guarded([&] {
-          store_reply r;
+        return guarded<store_outcome>([&]() -> caf::result<store_outcome> {
+          store_outcome r;
           if (budget) {
             using io::native::admission;
             switch (budget->admit(m.row, m.input_charge, m.key)) {
               case admission::admitted: r.changed = true; break;
               case admission::duplicate_job: r.changed = false; break;
-              case admission::job_capacity_exhausted: r.refused = "job_capacity_exhausted"; break;
-              case admission::input_budget_exhausted: r.refused = "input_budget_exhausted"; break;
+              case admission::job_capacity_exhausted:
+                return make_job_error(job_errc::job_capacity_exhausted,
+                                      "The scope admitted all the jobs its limits allow");
+              case admission::input_budget_exhausted:
+                return make_job_error(job_errc::input_budget_exhausted,
+                                      "The job's script and environment exceed the scope's input budget");
             }
           } else {
             r.changed = db->insert(m.row, m.key);
@@ -50,25 +50,24 @@ job_store_actor::behavior_type job_store(job_store_actor::pointer self,
         });
       },
       [budget](store_charge_input& m) {
-        return guarded([&] {
-          store_reply r;
+        return guarded<store_outcome>([&]() -> caf::result<store_outcome> {
           // No budget (an ordinary server): nothing to charge.
-          r.changed = !budget || budget->charge_input(m.bytes);
-          if (!r.changed) r.refused = "input_budget_exhausted";
-          return r;
+          if (budget && !budget->charge_input(m.bytes))
+            return make_job_error(job_errc::input_budget_exhausted, "The input exceeds the scope's input budget");
+          return store_outcome{true, std::nullopt};
         });
       },
       [db](store_apply& m) {
-        return guarded([&] {
-          store_reply r;
+        return guarded<store_outcome>([&]() -> caf::result<store_outcome> {
+          store_outcome r;
           r.changed = db->apply(m.job_id, m.t, io::text::utc_now());
           r.row = db->get(m.job_id);
           return r;
         });
       },
       [db](store_record_exit& m) {
-        return guarded([&] {
-          store_reply r;
+        return guarded<store_outcome>([&]() -> caf::result<store_outcome> {
+          store_outcome r;
           r.changed = db->record_exit_server(m.job_id, m.code, m.ended_at) ==
                       io::store::record_result::recorded;
           r.row = db->get(m.job_id);
@@ -76,22 +75,14 @@ job_store_actor::behavior_type job_store(job_store_actor::pointer self,
         });
       },
       [db](store_remove& m) {
-        return guarded([&] {
-          store_reply r;
-          r.changed = db->remove(m.job_id);
-          return r;
+        return guarded<store_outcome>([&]() -> caf::result<store_outcome> {
+          return store_outcome{db->remove(m.job_id), std::nullopt};
         });
       },
-      [db](store_load_all&) -> store_rows {
-        store_rows r;
-        try {
-          r.rows = db->list_all();
-          r.run_keys = db->run_keys();
-        } catch (const std::exception& e) {
-          r.ok = false;
-          r.error = e.what();
-        }
-        return r;
+      [db](store_load_all&) {
+        return guarded<store_rows>([&]() -> caf::result<store_rows> {
+          return store_rows{db->list_all(), db->run_keys()};
+        });
       },
       [db](store_expired& m) -> store_ids {
         store_ids r;
@@ -102,30 +93,19 @@ job_store_actor::behavior_type job_store(job_store_actor::pointer self,
         }
         return r;
       },
-      [budget](store_usage&) -> store_usage_reply {
-        store_usage_reply r;
-        if (!budget) {
-          r.ok = false;
-          r.error = "no budget: not a scope's worker";
-          return r;
-        }
-        try {
-          r.usage = budget->usage();
-        } catch (const std::exception& e) {
-          r.ok = false;
-          r.error = e.what();
-        }
-        return r;
+      [budget](store_usage&) {
+        return guarded<store_usage_reply>([&]() -> caf::result<store_usage_reply> {
+          if (!budget) return make_job_error(job_errc::internal_error, "no budget: not a scope's worker");
+          return store_usage_reply{budget->usage()};
+        });
       },
-      [db](store_count_jobs&) -> store_job_counts {
-        store_job_counts r;
-        try {
+      [db](store_count_jobs&) {
+        return guarded<store_job_counts>([&]() -> caf::result<store_job_counts> {
+          store_job_counts r;
           for (auto& c : db->count_by_status_mode())
             r.counts.push_back(job_count{std::move(c.status), std::move(c.mode), c.n});
-        } catch (const std::exception&) {
-          r.ok = false;  // /metrics leaves the family out rather than report zero jobs
-        }
-        return r;
+          return r;
+        });
       },
       [self](shutdown_jobs&) { self->quit(); },
   };

@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "io/tmux/command.hpp"
+#include "io/tmux/control_client.hpp"
 
 namespace shellctl::actors {
 namespace {
@@ -37,9 +38,7 @@ void send_now(state_ptr self, tmux_server_state::pending_command pc) {
   auto& st = self->state;
   for (auto& l : pc.lines) {
     if (!st.client->send(l)) {
-      pc.reply.ok = false;
-      pc.reply.error = "failed to connect to tmux: control client gone";
-      pc.done(pc.reply);
+      pc.done(make_tmux_error(tmux_errc::unavailable, "failed to connect to tmux: control client gone"));
       return;
     }
   }
@@ -49,13 +48,13 @@ void send_now(state_ptr self, tmux_server_state::pending_command pc) {
 
 // Sends the lines, or keeps them until a (new) client is up.
 void submit(state_ptr self, std::vector<std::string> lines, std::string creates_session,
-            session_owner owner, std::function<void(tmux_reply&)> done) {
+            session_owner owner, std::function<void(tmux_result)> done) {
   auto& st = self->state;
-  tmux_server_state::pending_command pc{lines.size(),         {},
+  tmux_server_state::pending_command pc{lines.size(),         {}, {},
                                         std::move(creates_session), std::move(owner),
                                         std::move(done),      std::move(lines)};
   if (pc.lines.empty()) {
-    pc.done(pc.reply);
+    pc.done(pc.out);
     return;
   }
   // Nothing was owed until now: tmux's silence counts from here.
@@ -72,7 +71,7 @@ void client_ready(state_ptr self) {
   auto& st = self->state;
   st.accepting = true;
   st.restart_failures = 0;
-  submit(self, server_options(), "", {}, [self](tmux_reply&) { refresh_sessions(self); });
+  submit(self, server_options(), "", {}, [self](tmux_result) { refresh_sessions(self); });
   auto waiting = std::move(st.waiting);
   st.waiting.clear();
   for (auto& pc : waiting) send_now(self, std::move(pc));
@@ -83,15 +82,17 @@ void finish_block(state_ptr self, bool ok, std::vector<std::string> lines) {
   auto& st = self->state;
   if (st.pending.empty()) return;
   auto& pc = st.pending.front();
-  if (!ok && pc.reply.ok) {
-    pc.reply.ok = false;
+  if (!ok && !pc.failure) {
     std::string text;
     for (auto& l : lines) text += (text.empty() ? "" : "\n") + l;
-    pc.reply.error = text.empty() ? "tmux command failed" : text;
+    // What the failure means is read here, once, from tmux's own words.
+    pc.failure = make_tmux_error(io::tmux::is_target_missing(text) ? tmux_errc::target_missing
+                                                                   : tmux_errc::command_failed,
+                                 text.empty() ? "tmux command failed" : text, pc.out);
   }
   // A new-session that succeeded (first line) is tracked from now on; its output is
   // "<pane_pid> <window_id>" (see job_actor's -F format).
-  if (ok && pc.reply.output.empty() && !pc.creates_session.empty()) {
+  if (ok && pc.out.output.empty() && !pc.creates_session.empty()) {
     st.known.insert(pc.creates_session);
     if (pc.owner) st.owners[pc.creates_session] = pc.owner;
     if (!lines.empty()) {
@@ -100,12 +101,12 @@ void finish_block(state_ptr self, bool ok, std::vector<std::string> lines) {
       if (at != std::string::npos) st.window_session[line.substr(at + 1)] = pc.creates_session;
     }
   }
-  pc.reply.output.push_back(std::move(lines));
+  pc.out.output.push_back(std::move(lines));
   if (--pc.remaining == 0) {
     auto done = std::move(pc.done);
-    auto reply = std::move(pc.reply);
+    tmux_result result = pc.failure ? tmux_result{std::move(pc.failure)} : tmux_result{std::move(pc.out)};
     st.pending.pop_front();
-    done(reply);
+    done(std::move(result));
   }
 }
 
@@ -143,7 +144,7 @@ void on_lines(state_ptr self, std::vector<std::string>& lines) {
   }
 }
 
-void deliver_list(state_ptr self, session_list& result) {
+void deliver_list(state_ptr self, const caf::expected<session_list>& result) {
   auto waiters = std::move(self->state.list_waiters);
   self->state.list_waiters.clear();
   for (auto& w : waiters) w(result);
@@ -159,30 +160,29 @@ void refresh_sessions(state_ptr self) {
   }
   st.list_in_flight = true;
   submit(self, {io::tmux::command("list-sessions").flag("-F").arg("#{session_name} #{window_id}").line()},
-         "", {}, [self](tmux_reply& r) {
+         "", {}, [self](tmux_result r) {
     auto& st = self->state;
     st.list_in_flight = false;
-    session_list result;
-    if (r.ok) {
+    caf::expected<session_list> result{session_list{}};
+    if (r) {
       std::map<std::string, std::string> windows;
-      for (auto& l : r.output[0]) {
+      for (auto& l : r->output[0]) {
         auto sp = l.rfind(' ');
         std::string name = sp == std::string::npos ? l : l.substr(0, sp);
-        result.names.insert(name);
+        result->names.insert(name);
         if (sp != std::string::npos && name != io::tmux::control_session)
           windows[l.substr(sp + 1)] = name;
       }
       std::vector<std::string> gone;
       for (auto& k : st.known)
-        if (!result.names.count(k)) gone.push_back(k);
+        if (!result->names.count(k)) gone.push_back(k);
       // Tracked: every session but our own control session.
-      st.known = result.names;
+      st.known = result->names;
       st.known.erase(io::tmux::control_session);
       st.window_session = std::move(windows);
       report_gone(self, gone, false);
     } else {
-      result.ok = false;
-      result.error = r.error;
+      result = r.error();
     }
     deliver_list(self, result);
     if (st.list_again) {
@@ -217,22 +217,30 @@ tmux_server_actor::behavior_type tmux_server(
   self->state.socket = std::move(socket);
   self->state.env = std::move(env);
   return {
-      [self](tmux_start&) -> caf::result<tmux_reply> {
+      [self](tmux_start&) -> caf::result<tmux_ready> {
         std::string error;
-        if (!start_client(self, error)) return tmux_reply{false, error, {}};
-        auto rp = self->make_response_promise<tmux_reply>();
+        if (!start_client(self, error)) return make_tmux_error(tmux_errc::unavailable, error);
+        auto rp = self->make_response_promise<tmux_ready>();
         self->state.accepting = true;
         submit(self, server_options(), "", {},
-               [self, rp](tmux_reply& r) mutable {
-                 rp.deliver(r);
+               [self, rp](tmux_result r) mutable {
+                 if (r)
+                   rp.deliver(tmux_ready{});
+                 else
+                   rp.deliver(r.error());
                  refresh_sessions(self);
                });
         return rp;
       },
-      [self](tmux_command& m) -> caf::result<tmux_reply> {
-        auto rp = self->make_response_promise<tmux_reply>();
+      [self](tmux_command& m) -> caf::result<tmux_output> {
+        auto rp = self->make_response_promise<tmux_output>();
         submit(self, std::move(m.lines), std::move(m.creates_session), std::move(m.owner),
-               [rp](tmux_reply& r) mutable { rp.deliver(r); });
+               [rp](tmux_result r) mutable {
+                 if (r)
+                   rp.deliver(std::move(*r));
+                 else
+                   rp.deliver(r.error());
+               });
         return rp;
       },
       [self](track_session& m) {
@@ -244,7 +252,12 @@ tmux_server_actor::behavior_type tmux_server(
       },
       [self](list_sessions_request&) -> caf::result<session_list> {
         auto rp = self->make_response_promise<session_list>();
-        self->state.list_waiters.push_back([rp](session_list& l) mutable { rp.deliver(l); });
+        self->state.list_waiters.push_back([rp](const caf::expected<session_list>& l) mutable {
+          if (l)
+            rp.deliver(*l);
+          else
+            rp.deliver(l.error());
+        });
         // A fresh listing: one in flight may predate the caller's question.
         if (self->state.list_in_flight)
           self->state.list_again = true;
@@ -268,11 +281,7 @@ tmux_server_actor::behavior_type tmux_server(
         // Every command in flight died with the tmux server.
         auto pending = std::move(st.pending);
         st.pending.clear();
-        for (auto& pc : pending) {
-          pc.reply.ok = false;
-          pc.reply.error = "server exited unexpectedly";
-          pc.done(pc.reply);
-        }
+        for (auto& pc : pending) pc.done(make_tmux_error(tmux_errc::server_exited, "server exited unexpectedly"));
         st.list_in_flight = false;
         std::vector<std::string> gone(st.known.begin(), st.known.end());
         st.known.clear();
@@ -288,11 +297,8 @@ tmux_server_actor::behavior_type tmux_server(
         if (++st.restart_failures >= 10) {
           auto waiting = std::move(st.waiting);
           st.waiting.clear();
-          for (auto& pc : waiting) {
-            pc.reply.ok = false;
-            pc.reply.error = "no server running: tmux could not be restarted: " + error;
-            pc.done(pc.reply);
-          }
+          for (auto& pc : waiting)
+            pc.done(make_tmux_error(tmux_errc::unavailable, "no server running: tmux could not be restarted: " + error));
         }
         // Every 200 ms for the first 2 s, then backing off to one try every 5 s: a server
         // whose tmux cannot start (its state dir deleted under it) must not fork tmux

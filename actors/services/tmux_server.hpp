@@ -27,10 +27,11 @@ struct tmux_server_state {
 
   struct pending_command {
     std::size_t remaining;  // blocks still expected
-    tmux_reply reply;
+    tmux_output out;
+    caf::error failure;  // the first failing line's (none: all ran)
     std::string creates_session;
     session_owner owner;  // of creates_session
-    std::function<void(tmux_reply&)> done;
+    std::function<void(tmux_result)> done;
     std::vector<std::string> lines;  // kept only while waiting for a client
   };
 
@@ -51,7 +52,7 @@ struct tmux_server_state {
   std::map<std::string, std::string> window_session;  // "@12" -> "shellctl-<id>"
   bool list_in_flight = false;
   bool list_again = false;
-  std::vector<std::function<void(session_list&)>> list_waiters;
+  std::vector<std::function<void(const caf::expected<session_list>&)>> list_waiters;
   // The last sign of life while commands were owed: a line from tmux, or the moment the
   // first owed command was queued. Its age is tmux's silence (tmux_silence_query).
   std::chrono::steady_clock::time_point last_heard{};

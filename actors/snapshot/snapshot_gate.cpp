@@ -11,7 +11,7 @@ namespace {
 
 using self_ptr = snapshot_gate_actor::stateful_pointer<snapshot_gate_state>;
 
-snapshot_ended outcome(const snapshot_saved& s) { return {true, s.ok, s.bytes, 0}; }
+snapshot_ended outcome(const snapshot_saved& s) { return {true, true, s.bytes, 0}; }
 snapshot_ended outcome(const snapshot_restored& r) {
   return {false, true, static_cast<std::uint64_t>(std::max<std::int64_t>(r.bytes_written, 0)), 0};
 }

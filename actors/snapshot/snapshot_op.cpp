@@ -185,21 +185,13 @@ snapshot_saved save(caf::blocking_actor* self, const snapshot_settings& cfg, con
       break;
     }
   }
-  snapshot_saved saved;
-  saved.started = started;
-  saved.bytes = sent;
   if (why.empty()) {
     const auto rep = helper.answer(deadline);
-    if (rep.st == io::home::status::ok) {
-      saved.ok = true;
-      saved.sha256_hex = digest.hex();
-      return saved;
-    }
+    if (rep.st == io::home::status::ok) return snapshot_saved{sent, digest.hex()};
     why = rep.message.empty() ? "the save failed" : rep.message;
   }
-  saved.error = why;
-  if (!started) throw caf::error(make_job_error(job_errc::snapshot_failed, saved.error));
-  return saved;
+  // Before the first byte the client hears it; after it the edge can only cut the stream.
+  throw caf::error(make_job_error(job_errc::snapshot_failed, why));
 }
 
 // The request body as the restore reads it: pieces asked of the connection one at a time.

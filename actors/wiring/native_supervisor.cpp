@@ -98,7 +98,7 @@ int run_supervisor(const io::config::serve_config& cfg, std::shared_ptr<supervis
     std::string failure;
     std::size_t scopes = 0;
     self->request(registry, caf::infinite, adopt_retained{})
-        .receive([&](adopted& a) { if (!a.ok) failure = a.error; scopes = a.scopes; },
+        .receive([&](adopted& a) { scopes = a.scopes; },
                  [&](caf::error& e) { failure = sys.render(e); });
     if (!failure.empty()) {
       say("shellctl: native test supervisor: reattach: " + failure);

@@ -210,10 +210,11 @@ int serve(const io::config::serve_config& cfg, const io::sandbox::namespace_prob
     // A native scope's worker: its jobs run in the scoped world (io/world/scoped_world.hpp).
     js.default_cwd = "/home/dify";
     js.isolation = false;
-    js.scoped_payload = worker.payload;
-    js.wall_limit = worker.job_wall;
-    js.wall_until_epoch = worker.deadline_epoch;
-    js.scoped_image_root = worker.image_root;
+    scope_policy scope;
+    scope.payload = worker.payload;
+    scope.image_root = worker.image_root;
+    scope.wall_limit = worker.job_wall;
+    scope.wall_until_epoch = worker.deadline_epoch;
     js.runner_policy_env.insert(js.runner_policy_env.end(), worker.runner_env.begin(),
                                 worker.runner_env.end());
     sandbox_text = "native scope " + worker.scope_id + " generation " +
@@ -222,10 +223,11 @@ int serve(const io::config::serve_config& cfg, const io::sandbox::namespace_prob
     // through `shellctl native-budget` (this very binary) from the sanitizer and the runner.
     char exe[4096];
     const ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
-    js.budget_helper = n > 0 ? std::string(exe, static_cast<std::size_t>(n)) : "shellctl";
-    js.budget_db = js.state_dir + "/shellctl.db";
-    js.runner_policy_env.emplace_back("SHELLCTL_NATIVE_JOB_BUDGET_HELPER", js.budget_helper);
-    js.runner_policy_env.emplace_back("SHELLCTL_NATIVE_JOB_BUDGET_DB", js.budget_db);
+    scope.budget.helper = n > 0 ? std::string(exe, static_cast<std::size_t>(n)) : "shellctl";
+    scope.budget.db = js.state_dir + "/shellctl.db";
+    js.runner_policy_env.emplace_back("SHELLCTL_NATIVE_JOB_BUDGET_HELPER", scope.budget.helper);
+    js.runner_policy_env.emplace_back("SHELLCTL_NATIVE_JOB_BUDGET_DB", scope.budget.db);
+    js.scope = std::move(scope);
   }
 
   // Jobs' connections to the API (G5): refused by their socket's cgroup where the kernel
@@ -328,7 +330,7 @@ int serve(const io::config::serve_config& cfg, const io::sandbox::namespace_prob
   // server (io/home/helper.hpp): how to start it.
   const char* home_env = std::getenv("HOME");
   const home_helper_settings helper = home_helper_for(cfg, probe, js);
-  // Home snapshots: the server's own $HOME, never a guessed path (README, "Home snapshots").
+  // Home snapshots: the server's own $HOME, never a guessed path (docs/api.md "Home snapshots").
   auto gate = sys.spawn(snapshot_gate,
                         snapshot_settings{home_env ? home_env : "", cfg.snapshot_timeout, helper}, metrics);
   // The file API (docs/api.md "Files"): the server's $HOME and the job-writable trees,
@@ -384,8 +386,7 @@ int serve(const io::config::serve_config& cfg, const io::sandbox::namespace_prob
     caf::scoped_actor self{sys};
     std::string failure;
     self->request(tmux, caf::infinite, tmux_start{})
-        .receive([&](tmux_reply& r) { if (!r.ok) failure = "tmux: " + r.error; },
-                 [&](caf::error& e) { failure = "tmux: " + sys.render(e); });
+        .receive([&](tmux_ready&) {}, [&](caf::error& e) { failure = "tmux: " + error_text(e); });
     if (!failure.empty()) {
       log.say(io::log::level::error, "shellctl: initialize: " + failure);
       stop_all();
@@ -517,17 +518,11 @@ int serve(const io::config::serve_config& cfg, const io::sandbox::namespace_prob
   auto startup = sys.spawn([&, registry, gc](caf::event_based_actor* startup) {
     startup->request(registry, caf::infinite, recover_all{})
         .then(
-            [&, gc](store_rows& r) {
-              if (r.ok) {
-                caf::anon_send(gc, gc_tick{});  // GC once at startup, then every interval
-                return;
-              }
-              log.say(io::log::level::error, "shellctl: initialize: recover: " + r.error);
-              rc = 1;
-              front.stop();
+            [&, gc](recovered&) {
+              caf::anon_send(gc, gc_tick{});  // GC once at startup, then every interval
             },
             [&](caf::error& e) {
-              log.say(io::log::level::error, "shellctl: initialize: recover: " + sys.render(e));
+              log.say(io::log::level::error, "shellctl: initialize: recover: " + error_text(e));
               rc = 1;
               front.stop();
             });

@@ -398,7 +398,7 @@ sandbox_step scoped_step(const scoped_settings& sc) {
 // PID 1 of a native scope's job: the scoped world (nothing of the spool, the worker or the
 // host but the image), then the script from /run/job as the reaping init's child.
 int scoped_init_role(const parent_options& opts, const std::string& script, int status_fd) {
-  const auto& sc = opts.sandbox.scoped;
+  const auto& sc = *opts.sandbox.scoped;
   std::string err;
   if (!sc.malformed.empty()) {
     diag("sandbox", "malformed " + sc.malformed);
@@ -470,8 +470,8 @@ class child_process {
   int run(int out_file, int err_file) {
     // A scope's settings are checked before anything starts: said by the runner itself
     // (its stderr), not by the job's init, whose stderr is the job's budgeted output.
-    if (opts_.sandbox.scoped.on && !opts_.sandbox.scoped.malformed.empty())
-      return refuse("sandbox", "malformed " + opts_.sandbox.scoped.malformed);
+    if (opts_.sandbox.scoped && !opts_.sandbox.scoped->malformed.empty())
+      return refuse("sandbox", "malformed " + opts_.sandbox.scoped->malformed);
     const std::string script = join_path(absolute(opts_.job_dir), io::fs::job_files::script);
     auto c_env = c_strings(env_);
 
@@ -549,7 +549,7 @@ class child_process {
         char go = 0;
         if (::read(sync[0], &go, 1) != 1) ::_exit(gate_latch::fail(kExitSetupFailed));
         ::close(sync[0]);
-        ::_exit(gate_latch::fail(opts_.sandbox.scoped.on
+        ::_exit(gate_latch::fail(opts_.sandbox.scoped.has_value()
                                      ? scoped_init_role(opts_, script, status[1])
                                      : init_role(opts_, script, status[1])));
       }
@@ -569,10 +569,10 @@ class child_process {
       } else {
         ::close(sync[1]);
         ::close(status[0]);
-        if (opts_.sandbox.policy.isolation || opts_.sandbox.scoped.on) {
+        if (opts_.sandbox.policy.isolation || opts_.sandbox.scoped.has_value()) {
           ::close(latch[0]);
           ::close(latch[1]);
-          return refuse("sandbox", err + (opts_.sandbox.scoped.on
+          return refuse("sandbox", err + (opts_.sandbox.scoped.has_value()
                                               ? " (a native scope's job needs them)"
                                               : " (path isolation needs them)"));
         }
@@ -646,9 +646,9 @@ class child_process {
     io::native::output_budget budget;
     bool overflowed = false;
     const std::string overflow_file = join_path(opts_.job_dir, io::fs::job_files::output_overflow);
-    if (opts_.sandbox.scoped.on && stdio) {
+    if (opts_.sandbox.scoped.has_value() && stdio) {
       std::string err;
-      if (!budget.start(opts_.sandbox.scoped.budget_helper, opts_.sandbox.scoped.budget_db, err))
+      if (!budget.start(opts_.sandbox.scoped->budget_helper, opts_.sandbox.scoped->budget_db, err))
         diag("output budget", err);  // nothing is granted then: no output is written
     }
     bool capture_failed = false;
@@ -659,7 +659,7 @@ class child_process {
     if (::waitpid(pid, &status, WNOHANG) == pid) exited = true;
     std::string buf(64 * 1024, '\0');
     auto copy = [&](capture& c) {
-      if (!opts_.sandbox.scoped.on) return copy_once(c, buf);
+      if (!opts_.sandbox.scoped.has_value()) return copy_once(c, buf);
       bool write_failed = false;
       const bool ok = copy_once(c, buf, [&](const char* data, std::size_t n) {
         if (!io::native::write_within_budget(budget, c.file_fd, data, n, overflow_file,
@@ -967,7 +967,7 @@ static void await_pipe_end(const std::string& job_dir) {
 // race it: such children (running, not yet sparing SIGHUP) get until they settle, at most
 // a second. A job that left nothing running is not held up: one read of its cgroup.
 static void settle_before_hangup(const parent_options& opts) {
-  if (opts.sandbox.cgroup_root.empty() || opts.sandbox.scoped.on || opts.job_id.empty()) return;
+  if (opts.sandbox.cgroup_root.empty() || opts.sandbox.scoped.has_value() || opts.job_id.empty()) return;
   const std::string cgroup = sandbox::cgroups::job_path(opts.sandbox.cgroup_root, opts.job_id);
   const pid_t group = ::getpgrp();
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
@@ -1042,8 +1042,7 @@ sandbox_settings sandbox_from_env(const char* (*get)(const char*)) {
       sb.job_oom_score_adj = static_cast<int>(v);
   }
   if (const char* p = get("SHELLCTL_NATIVE_JOB_PAYLOAD"); p != nullptr) {
-    auto& sc = sb.scoped;
-    sc.on = true;
+    auto& sc = sb.scoped.emplace();
     if (const char* h = get("SHELLCTL_NATIVE_JOB_BUDGET_HELPER"); h != nullptr) sc.budget_helper = h;
     if (const char* d = get("SHELLCTL_NATIVE_JOB_BUDGET_DB"); d != nullptr) sc.budget_db = d;
     sb.namespaces = true;

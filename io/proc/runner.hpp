@@ -36,7 +36,6 @@ constexpr int kExitNotFound = 127;
 // isolation's settings do not apply. A malformed setting fails the job (125) before anything
 // of it runs.
 struct scoped_settings {
-  bool on = false;
   std::string image_root = "/";
   std::string payload;
   std::string inputs;
@@ -67,7 +66,7 @@ struct sandbox_settings {
   // Every job process's OOM score adjustment (SHELLCTL_JOB_OOM_SCORE_ADJ, set by the
   // server; io/proc/oom_score.hpp); nullopt = inherit (the runner's).
   std::optional<int> job_oom_score_adj;
-  scoped_settings scoped;
+  std::optional<scoped_settings> scoped;  // a native scope's job; none for an ordinary one
 };
 
 struct parent_options {

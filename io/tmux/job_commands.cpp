@@ -32,9 +32,9 @@ std::string pipe_program(const fs::job_dir& dir, const std::string& output_log,
     s += " '--end-marker' " + sh_quote(st.end_nonce) + " '--end-file' " + q(f::pipe_end);
   s += " '--drained-file' " + q(f::pipe_drained) + " '--failed-file' " + q(f::pipe_failed);
   s += " '--pending-file' " + q(f::pending_line);
-  if (!st.budget_db.empty())
-    s += " '--budget-helper' " + sh_quote(st.budget_helper) + " '--budget-db' " +
-         sh_quote(st.budget_db) + " '--overflow-file' " + q(f::output_overflow);
+  if (st.budget)
+    s += " '--budget-helper' " + sh_quote(st.budget->helper) + " '--budget-db' " +
+         sh_quote(st.budget->db) + " '--overflow-file' " + q(f::output_overflow);
   s += " >> " + sh_quote(output_log) + " 2> " + q(f::pipe_errors);
   return s;
 }

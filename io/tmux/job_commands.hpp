@@ -26,13 +26,18 @@ std::string new_session_line(const job_session& s);
 // The pane's pid from new-session's first output line; nullopt when it printed none.
 std::optional<long> pane_pid_of(const std::vector<std::string>& new_session_output);
 
+// A native scope's output budget (io/native/worker/output_budget.hpp): the helper that
+// reserves bytes, and the catalog it reserves them in.
+struct output_budget {
+  std::string helper;
+  std::string db;
+};
+
 // What the pipe program needs besides the job dir.
 struct pipe_settings {
   std::string sanitizer;  // shellctl-sanitize-pty
   std::string end_nonce;  // the runner's end marker (empty: no handshake)
-  // A native scope's worker: the output budget (io/native/worker/output_budget.hpp); "" = none.
-  std::string budget_helper;
-  std::string budget_db;
+  std::optional<output_budget> budget;  // a native scope's worker only
 };
 // The program pipe-pane runs (docs/jobs.md "The output pipe", the fast path of issue 15):
 // `sh -c` execs the sanitizer, which appends to output.log and writes .pipe-drained or

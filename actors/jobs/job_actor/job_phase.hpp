@@ -1,7 +1,9 @@
 #pragma once
-// The phases of one job actor (actors/jobs/job_actor/job_actor.cpp) and the moves between them. The
+// The phases of one job actor and the moves between them (docs/jobs.md "Lifecycle"). The
 // stored status (io/store/job_status.hpp) is what clients see; the phase is what the actor
-// is doing about it, and so which events and requests it acts on:
+// is doing about it, and so which events and requests it acts on. Each phase is a struct
+// of job_state.hpp holding what only that phase needs; this enum names them (a start's
+// steps apart) for the move table, the log and the tests:
 //
 //   phase             entered when                         acts on
 //   spawned           the registry spawned the actor       run_request (a new job) or
@@ -21,9 +23,9 @@
 //   removing          a delete or retention took it        the row removal; requests are held
 //   removed           row and files are gone               only 404s, until `retire`
 //
-// A stuck start (start_deadline: tmux silent, the store failing) goes from any start
-// phase to failing_start; a slow one goes on. Terminate is not a phase: it runs in live (and, for a delete, before removing) and answers when the
-// session is gone or its grace ran out.
+// A stuck start (start_deadline: tmux silent, the store failing) goes from any start step
+// to failing_start; a slow one goes on. A terminate runs beside the phase (live, or a
+// start a forced delete cuts short) as its own small machine (job_state::terminating).
 #include <cstdint>
 #include <string_view>
 
@@ -48,15 +50,15 @@ constexpr std::string_view phase_name(job_phase p) {
   return names[static_cast<std::uint8_t>(p)];
 }
 
-// "The starting set" of runtime.md §7: settle() leaves a job in these phases alone (its
-// start decides), and a session end is the start's failure, not a lost job.
+// The starting set (docs/jobs.md "Settling the status"): settle() leaves a job in these
+// phases alone (its start decides), and a session end is the start's failure, not a lost
+// job.
 constexpr bool is_starting(job_phase p) {
   return p >= job_phase::admitting && p <= job_phase::failing_start;
 }
 
 // The moves the actor makes; any other is a bug (job_actor logs it and makes it anyway, so
-// that a client is still answered). Besides these, a row removal that fails puts the job
-// back in the phase it was in before `removing`: the job still exists.
+// that a client is still answered).
 constexpr bool can_move(job_phase from, job_phase to) {
   using P = job_phase;
   if (from == P::removed) return false;                // the end
@@ -73,6 +75,9 @@ constexpr bool can_move(job_phase from, job_phase to) {
     case P::awaiting_pipe: return to == P::opening_gate || to == P::creating_session;
     case P::opening_gate: return to == P::live;
     case P::failing_start: return to == P::live;
+    // The one move back: a row removal that failed leaves the job as it was (its row is
+    // terminal, so it is live).
+    case P::removing: return to == P::live;
     default: return false;
   }
 }

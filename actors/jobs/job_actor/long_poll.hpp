@@ -1,12 +1,12 @@
 #pragma once
-// The long-poll rules of http-api.md §5.2 as a CAF-free class, so that they are unit
+// The long-poll rules (docs/api.md "Long-polls") as a CAF-free class, so that they are unit
 // tested without actors, clocks or files: job_actor feeds it the output size and whether
 // the job is done, and acts on what it decides. A waiter is answered on
 //   (a) completion   — the job is done (and its output final): everything from offset;
 //   (b) a full window — more than `limit` bytes past offset are ready;
 //   (c) idle flush   — output arrived and then stayed quiet for idle_flush seconds;
 //   (d) timeout      — its deadline passed;
-//   (e) input wait   — opt-in (`return_on_input_wait`, extensions.md §E6): the job waits for
+//   (e) input wait   — opt-in (`return_on_input_wait`, docs/api.md "Prompts"): the job waits for
 //                      its terminal, nothing new is there to show, and the waiter has seen
 //                      no output for its idle flush (so a prompt is answered within one);
 // and refused when its offset lies beyond the output (invalid_offset).

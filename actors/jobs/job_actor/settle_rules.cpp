@@ -13,7 +13,7 @@ settle_action decide_settle(const job_facts& j, const std::optional<disk_facts>&
   const auto& a = d.record;
   // Out of descriptors, say: a failed read is no evidence that the job is gone.
   if (a.unreadable) return settle_action::read_again;
-  // 2b. Its output budget is spent (native-scopes.md S16): failed, whatever its exit was,
+  // 2b. Its output budget is spent (S16, docs/native-scopes.md): failed, whatever its exit was,
   // since its end is the kill that followed.
   if (d.overflow_marker) return settle_action::output_overflow;
   // 3. Complete exit artifacts (PTY: and the output pipe drained).

@@ -1,6 +1,6 @@
 #pragma once
-// settle(): what a job's status becomes from what is known of it (runtime.md §7, with the
-// liveness facts coming from events instead of tmux probes). A pure function of the facts,
+// settle(): what a job's status becomes from what is known of it (docs/jobs.md "Settling
+// the status", with the liveness facts coming from events instead of tmux probes). A pure function of the facts,
 // so that every rule has a unit test (tests/unit/actors/jobs/job_actor/settle_rules_test.cpp); job_actor
 // gathers the facts and carries the decision out.
 #include <optional>

@@ -29,7 +29,7 @@ struct feeder_fds {
 }  // namespace
 
 stdin_feeder_actor::behavior_type stdin_feeder(stdin_feeder_actor::pointer self, int pipe_fd,
-                                               int cancel_fd) {
+                                               int cancel_fd, metrics_registry_actor metrics) {
   auto fds = std::make_shared<feeder_fds>();
   fds->pipe = pipe_fd;
   fds->cancel = cancel_fd;
@@ -39,23 +39,19 @@ stdin_feeder_actor::behavior_type stdin_feeder(stdin_feeder_actor::pointer self,
     self->quit();
   };
   return {
-      [fds, finish](stdin_write& w) -> stdin_written {
-        stdin_written out;
-        if (fds->pipe < 0) {
-          out.ok = false;
-          out.error = "the pipe is closed";
-          return out;
-        }
-        out.bytes = io::proc::stdin_pipe::write_all(fds->pipe, w.text, fds->cancel);
-        if (out.bytes < w.text.size()) {
-          out.ok = false;
-          out.error = errno == ECANCELED ? "the job ended before it read all of its input"
-                                         : std::string("write to the job's stdin: ") + std::strerror(errno);
+      [self, fds, finish, metrics](stdin_write& w) -> caf::result<stdin_written> {
+        if (fds->pipe < 0) return make_job_error(job_errc::input_unsupported, "the pipe is closed");
+        const auto bytes = io::proc::stdin_pipe::write_all(fds->pipe, w.text, fds->cancel);
+        const int e = errno;
+        if (bytes > 0) self->send(metrics, job_input_event{bytes});
+        if (bytes < w.text.size()) {
           finish();
-          return out;
+          return make_job_error(job_errc::input_unsupported,
+                                e == ECANCELED ? "the job ended before it read all of its input"
+                                               : std::string("write to the job's stdin: ") + std::strerror(e));
         }
         if (w.eof) finish();  // the pipe's end: the job reads EOF once it has the rest
-        return out;
+        return stdin_written{bytes};
       },
       [finish](shutdown_jobs&) { finish(); },
   };

@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <optional>
 
 #include "io/native/net/net_relay.hpp"
 #include "io/native/net/net_sockets.hpp"
@@ -49,11 +50,11 @@ int dial(const native::net_endpoint& e, std::chrono::milliseconds bound, int sto
 void broker_link(caf::blocking_actor* self, std::shared_ptr<const broker_settings> cfg, int conn_fd,
                  int stop_fd, native_catalog_actor catalog, caf::actor broker) {
   const auto until = std::chrono::steady_clock::now() + cfg->connection_cap;
+  // The catalog's grant; none when it failed (or is gone): the link then grants nothing.
   auto ask = [&](auto msg) {
-    catalog_net_grant out;
+    std::optional<catalog_net_grant> out;
     self->request(catalog, caf::infinite, std::move(msg))
-        .receive([&](catalog_net_grant& g) { out = std::move(g); },
-                 [&](caf::error& e) { out.error = self->system().render(e); });
+        .receive([&](catalog_net_grant& g) { out = std::move(g); }, [&](caf::error&) {});
     return out;
   };
   int remote = -1;
@@ -64,10 +65,10 @@ void broker_link(caf::blocking_actor* self, std::shared_ptr<const broker_setting
   } else {
     // One connection unit per dial, committed before the dial (S22).
     const auto unit = ask(catalog_net_dial{cfg->scope_id});
-    if (!unit.error.empty()) {
+    if (!unit) {
       say(conn_fd, "ERR broker_failed\n");
-    } else if (unit.granted != 1) {
-      say(conn_fd, "ERR " + unit.refusal + "\n");
+    } else if (unit->granted != 1) {
+      say(conn_fd, "ERR " + unit->refusal + "\n");
     } else {
       const auto& pin = cfg->pins[*idx];
       for (const auto& address : pin.addresses) {
@@ -80,7 +81,7 @@ void broker_link(caf::blocking_actor* self, std::shared_ptr<const broker_setting
   if (remote >= 0) {
     native::relay(conn_fd, remote, native::relay_bounds{until, stop_fd}, [&](std::size_t max) -> std::size_t {
       const auto g = ask(catalog_net_reserve{cfg->scope_id, max});
-      return g.error.empty() ? static_cast<std::size_t>(g.granted) : 0;
+      return g ? static_cast<std::size_t>(g->granted) : 0;
     });
     ::close(remote);
   }

@@ -62,9 +62,9 @@ inline constexpr const char* stand_in_pane = "2000000000 @9";
 inline tmux_server_actor::behavior_type tmux_stand_in(tmux_server_actor::pointer self,
                                                std::set<std::string> alive, observed* seen) {
   return {
-      [](tmux_start&) { return tmux_reply{}; },
-      [self, seen](tmux_command& m) -> caf::result<tmux_reply> {
-        tmux_reply r;
+      [](tmux_start&) { return tmux_ready{}; },
+      [self, seen](tmux_command& m) -> caf::result<tmux_output> {
+        tmux_output r;
         r.output.resize(m.lines.size());
         seen->tmux_lines.insert(seen->tmux_lines.end(), m.lines.begin(), m.lines.end());
         if (!m.creates_session.empty()) {
@@ -82,13 +82,13 @@ inline tmux_server_actor::behavior_type tmux_stand_in(tmux_server_actor::pointer
             r.output[i].push_back(pipe);
         }
         if (seen->hold_tmux) {
-          auto rp = self->make_response_promise<tmux_reply>();
+          auto rp = self->make_response_promise<tmux_output>();
           seen->held_tmux.push_back([rp, r]() mutable { rp.deliver(r); });
           return rp;
         }
         return r;
       },
-      [alive](list_sessions_request&) { return session_list{true, {}, alive}; },
+      [alive](list_sessions_request&) { return session_list{alive}; },
       [seen](tmux_silence_query&) { return tmux_silence{seen->tmux_silent_ms}; },
       [alive, seen](track_session& m) {
         if (alive.count(m.name))
@@ -112,7 +112,7 @@ inline fs_watcher_actor::behavior_type watcher_stand_in(fs_watcher_actor::pointe
   return {
       [seen](watch_dir& m) {
         seen->dir_owners[m.path] = m.owner;
-        return watch_ack{true, {}};
+        return watch_set{};
       },
       [](unwatch_dir&) {},
       [](fs_batch&) {},
@@ -202,12 +202,12 @@ struct fixture {
 
   // Startup's recover_all, run to completion.
   void recover() {
-    std::optional<store_rows> recovered;
+    std::optional<shellctl::actors::recovered> done;
     std::optional<job_error_view> err;
-    ask(recover_all{}, recovered, err);
+    ask(recover_all{}, done, err);
     sched->run();
-    REQUIRE(recovered);
-    REQUIRE(recovered->ok);
+    REQUIRE(done);
+    REQUIRE_FALSE(err);
   }
 
   // Starts with the rows `fill` writes into the database first.

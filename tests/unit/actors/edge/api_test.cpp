@@ -11,7 +11,7 @@
 using namespace shellctl::actors;
 using kind = route_match::kind;
 
-TEST_CASE("routes of http-api.md §3") {
+TEST_CASE("the route table (docs/api.md \"Routes\")") {
   struct row {
     const char* method;
     const char* path;
@@ -207,7 +207,7 @@ job_error_view refusal(const decoded_request& d) {
 }
 }  // namespace
 
-TEST_CASE("signal names: with or without SIG, any case, or the number; only the ten of E4") {
+TEST_CASE("signal names: with or without SIG, any case, or the number; only the ten the signal route takes") {
   CHECK(parse_job_signal("INT") == SIGINT);
   CHECK(parse_job_signal("SIGINT") == SIGINT);
   CHECK(parse_job_signal("sigterm") == SIGTERM);
@@ -394,7 +394,7 @@ TEST_CASE("GET /v1/info is answered by the front with the document it was given,
   CHECK(std::get<shellctl::io::http::response>(v).body == R"({"version":"x"})");
 }
 
-TEST_CASE("the /v1/info document: every field of E7, nothing this build does not serve") {
+TEST_CASE("the /v1/info document: every field it documents, nothing this build does not serve") {
   const shellctl::io::sandbox::cgroups::job_controllers none{}, all{true, true, true};
   CHECK(server_info_json({"1.2.3", 7, false, std::nullopt, false, std::nullopt, 0, none, {}}) ==
         R"({"version":"1.2.3","api":["jobs","snapshot","files","stream","resize","signal","activity","ports"],)"

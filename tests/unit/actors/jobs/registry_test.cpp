@@ -31,12 +31,12 @@ TEST_CASE("recovering: requests wait in the mailbox and are answered in order af
   CHECK_FALSE(status);
   CHECK_FALSE(list_err);
 
-  std::optional<store_rows> recovered;
+  std::optional<shellctl::actors::recovered> recovered;
   std::optional<job_error_view> recover_err;
   f.ask(recover_all{}, recovered, recover_err);
   f.sched->run();
   REQUIRE(recovered);
-  CHECK(recovered->ok);
+  CHECK_FALSE(recover_err);
 
   REQUIRE(listed);
   REQUIRE(listed->jobs.size() == 2);

@@ -72,16 +72,35 @@ TEST_CASE("healthz, then the bearer, then the route") {
   CHECK(status_of(check_at_native_front(req("GET", "/v1/test-scopes/s"), "t", "{}")) == 0);
 }
 
-TEST_CASE("each refusal code has its status") {
-  CHECK(native_status("scope_not_found") == 404);
-  CHECK(native_status("scope_destroyed") == 410);
-  CHECK(native_status("scope_generation_required") == 400);
-  CHECK(native_status("scope_generation_mismatch") == 409);
-  CHECK(native_status("scope_token_required") == 401);
-  CHECK(native_status("scope_token_invalid") == 403);
-  CHECK(native_status("capability_digest_mismatch") == 412);
-  CHECK(native_status("scope_capacity_unavailable") == 503);
-  CHECK(native_status("scope_cleanup_failed") == 500);
-  CHECK(native_status("scope_worker_unreachable") == 502);
-  CHECK(native_status("validation_error") == 422);
+TEST_CASE("each refusal code has its status and its documented spelling") {
+  using shellctl::actors::native_errc;
+  using shellctl::actors::native_code_text;
+  CHECK(native_status(native_errc::scope_not_found) == 404);
+  CHECK(native_status(native_errc::scope_destroyed) == 410);
+  CHECK(native_status(native_errc::scope_generation_required) == 400);
+  CHECK(native_status(native_errc::scope_generation_mismatch) == 409);
+  CHECK(native_status(native_errc::scope_token_required) == 401);
+  CHECK(native_status(native_errc::scope_token_invalid) == 403);
+  CHECK(native_status(native_errc::capability_digest_mismatch) == 412);
+  CHECK(native_status(native_errc::scope_capacity_unavailable) == 503);
+  CHECK(native_status(native_errc::scope_cleanup_failed) == 500);
+  CHECK(native_status(native_errc::scope_worker_unreachable) == 502);
+  CHECK(native_status(native_errc::network_target_denied) == 422);
+  CHECK(native_code_text(native_errc::scope_generation_stale) == "scope_generation_stale");
+  CHECK(native_code_text(native_errc::storage_unavailable) == "storage_unavailable");
+}
+
+TEST_CASE("a refusal travels as a caf::error and reads back; other errors take the fallback") {
+  using namespace shellctl::actors;
+  const auto e = make_native_error(native_errc::scope_exists, "scope s exists");
+  CHECK(is_native_error(e, native_errc::scope_exists));
+  CHECK_FALSE(is_native_error(e, native_errc::scope_not_found));
+  const auto v = read_native_error(e, native_errc::storage_unavailable);
+  CHECK(v.code == native_errc::scope_exists);
+  CHECK(v.message == "scope s exists");
+  const auto other = read_native_error(caf::make_error(caf::sec::request_receiver_down), native_errc::storage_unavailable);
+  CHECK(other.code == native_errc::storage_unavailable);
+  const auto r = native_error_response(e, native_errc::storage_unavailable);
+  CHECK(r.status == 409);
+  CHECK(r.body.find("\"code\":\"scope_exists\"") != std::string::npos);
 }

@@ -108,7 +108,7 @@ TEST_CASE("tmux environment drops TMUX* and SHELLCTL_* (D10); isolation settings
         std::make_pair(std::string("SHELLCTL_LANDLOCK_RO_PATHS"), std::string("/usr")));
 }
 
-TEST_CASE("cgroup root (E5): a non-empty flag wins over SHELLCTL_CGROUP_ROOT; none; absolute only") {
+TEST_CASE("cgroup root: a non-empty flag wins over SHELLCTL_CGROUP_ROOT; none; absolute only") {
   CHECK(parse({"serve"}, {"HOME=/h"}).cfg.cgroup_root.empty());  // detect
   CHECK(parse({"serve"}, {"HOME=/h", "SHELLCTL_CGROUP_ROOT=/sys/fs/cgroup/x"}).cfg.cgroup_root ==
         "/sys/fs/cgroup/x");
@@ -124,7 +124,7 @@ TEST_CASE("cgroup root (E5): a non-empty flag wins over SHELLCTL_CGROUP_ROOT; no
     CHECK(e.rfind("SHELLCTL_", 0) != 0);
 }
 
-TEST_CASE("per-job limits (E5): cgroup syntax checked at startup") {
+TEST_CASE("per-job limits: cgroup syntax checked at startup") {
   auto ok = parse({"serve"}, {"HOME=/h", "SHELLCTL_JOB_MEMORY_MAX=512M", "SHELLCTL_JOB_PIDS_MAX=max",
                               "SHELLCTL_JOB_CPU_MAX=50000 100000"});
   REQUIRE(ok.result == parse_result::run);
@@ -146,7 +146,7 @@ TEST_CASE("per-job limits (E5): cgroup syntax checked at startup") {
                           "SHELLCTL_JOB_PIDS_MAX=1"}).result == parse_result::run);
 }
 
-TEST_CASE("native test supervisor settings (native-scopes.md §3)") {
+TEST_CASE("native test supervisor settings (docs/native-scopes.md)") {
   auto n = parse({"serve", "--native-test-supervisor", "--native-base-root", "/srv/base",
                   "-native-input-root=/srv/in", "--native-mediator", "10.0.2.2:8080"},
                  {"HOME=/h", "SHELLCTL_NATIVE_CGROUP=/dify-native.service"});

@@ -27,7 +27,7 @@ bool denied(const std::string& ip) {
 
 }  // namespace
 
-TEST_CASE("every range of §7 is denied, in v4, mapped, compatible and NAT64 form") {
+TEST_CASE("every denied range (docs/native-scopes.md \"The network broker\") is denied, in v4, mapped, compatible and NAT64 form") {
   for (const char* ip : {"0.0.0.0", "0.1.2.3", "10.0.0.1", "10.255.255.255", "100.64.0.1", "100.127.255.254",
                          "127.0.0.1", "127.1.2.3", "169.254.169.254", "172.16.0.1", "172.31.255.255",
                          "192.0.0.8", "192.168.1.1", "198.18.0.1", "198.19.255.255", "224.0.0.1",

@@ -84,7 +84,7 @@ TEST_CASE("limits: positive, bounded, the network pair, memory over the tmpfs bu
   CHECK(native::limits_problem(z, false).find("memory_bytes must exceed") != std::string::npos);
 }
 
-TEST_CASE("scope tokens: the spec's MAC, bound to the identity, the generation and T") {
+TEST_CASE("scope tokens: the MAC of docs/native-scopes.md, bound to the identity, the generation and T") {
   const auto token = native::mint_scope_token("control-token", identity(), nonce16());
   // python3: hmac.new(K_tok, b"nst1|scope-a|7|4242|123456|boot-1|AAECAwQFBgcICQoLDA0ODw", sha256)
   CHECK(token == "nst1.AAECAwQFBgcICQoLDA0ODw.5GkRf_iqHRJ4Vofc6rFmOXnRZbzofJJKZjX8MSZBMKM");

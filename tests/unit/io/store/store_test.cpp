@@ -115,7 +115,7 @@ TEST_CASE("insert reports duplicates instead of failing") {
   CHECK_FALSE(db.insert(make_row("a")));
 }
 
-TEST_CASE("transitions are compare-and-swap with the defaults of §8.3") {
+TEST_CASE("transitions are compare-and-swap with the column defaults (docs/layout.md \"The database\")") {
   temp_db t;
   jobs_db db(t.path, 5000, jobs_db::open_mode::create_schema);
   db.insert(make_row("a"));

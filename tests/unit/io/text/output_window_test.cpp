@@ -84,7 +84,7 @@ void check_window(const output_window& w, const std::string& text, std::uint64_t
 
 }  // namespace
 
-TEST_CASE("window: spec examples (§5.2, §5.3)") {
+TEST_CASE("window: the paging examples (docs/api.md \"Long-polls\")") {
   temp_file f("A世界B");
   check_window(read_output_window(f.path, 0, 4, true), "A世", 4, true);
   check_window(read_output_window(f.path, 2, 4, true), "界", 7, true);  // skip 2, one unit anyway
@@ -174,7 +174,7 @@ TEST_CASE("window: incomplete character at the end of the file") {
   check_window(read_output_window(f.path, 0, 100, false), "ab" + FFFD + FFFD, 4, false);
 }
 
-TEST_CASE("tail: §5.4") {
+TEST_CASE("tail: the last bytes, never a split character") {
   temp_file d("0123456789");
   check_window(read_output_tail(d.path, 5), "56789", 10, false);
   check_window(read_output_tail(d.path, 100), "0123456789", 10, false);

@@ -95,9 +95,9 @@ TEST_CASE("session, pipe, query, input, ^C and kill: accepted by tmux and read b
   CHECK_FALSE(ok);  // gone already: tmux says so
 }
 
-TEST_CASE("pipe program: one exec'd sanitizer, every path quoted, the markers of runtime.md §3.3") {
+TEST_CASE("pipe program: one exec'd sanitizer, every path quoted, the markers of the output pipe's handshake") {
   shellctl::io::fs::job_dir dir("/s/jobs/it's");
-  tmux::pipe_settings p{"/bin/sanitize", "", "", ""};
+  tmux::pipe_settings p{"/bin/sanitize", "", std::nullopt};
   auto prog = tmux::pipe_program(dir, "/s/jobs/it's/output.log", p);
   // The sanitizer writes the markers itself; nothing runs after it (the server records
   // the exit from the artifacts), so the shell execs it: one process per pipe.
@@ -115,8 +115,7 @@ TEST_CASE("pipe program: one exec'd sanitizer, every path quoted, the markers of
                   "'--drained-file' ") == 0);
   // A native scope's worker: the output budget's helper, catalog and overflow marker.
   tmux::pipe_settings budgeted = p;
-  budgeted.budget_helper = "/usr/bin/shellctl";
-  budgeted.budget_db = "/run/dify-native/spool/shellctl.db";
+  budgeted.budget = tmux::output_budget{"/usr/bin/shellctl", "/run/dify-native/spool/shellctl.db"};
   CHECK(tmux::pipe_program(dir, "/s/jobs/it's/output.log", budgeted)
             .find("'--pending-file' '/s/jobs/it'\\''s/.pending-line' '--budget-helper' "
                   "'/usr/bin/shellctl' '--budget-db' '/run/dify-native/spool/shellctl.db' "

@@ -144,6 +144,48 @@ TEST_CASE("PTY start: the gate opens only after the pipe is ready; done only onc
   CHECK(waited.reply->window.text == "hi\r\n");
 }
 
+TEST_CASE("output finality: a pipe that never marks its end is final after its grace, not before") {
+  recovered_fixture f;
+  asked<job_result> run;
+  auto j = start_pty(f, run);
+  write(j, "output.log", "partial\r\n");
+  files_appear(f, j, {"output.log"});
+  f.sched->run();
+  // A wait past what was printed: answered by new output or by the job's end only.
+  asked<job_result> waited;
+  ask(f, wait_request{j.id, wait_params{9, 60, 100, 0.5}}, waited);
+  f.sched->run();
+  // The runner exits and its pane closes; the sanitizer (killed with its tmux server, say)
+  // never writes .pipe-drained.
+  write(j, "runner-exit-code", "0\n");
+  write(j, "runner-ended-at", "2026-08-04T10:00:05Z\n");
+  files_appear(f, j, {"runner-exit-code", "runner-ended-at"});
+  session_ends(f, j);
+  f.sched->run();
+  CHECK_FALSE(waited.answered());  // the output may still grow
+  f.sched->advance_time(std::chrono::seconds(5));
+  f.sched->run();
+  CHECK_FALSE(waited.answered());
+  // Past the finalizer's grace the exit is recorded, and past the output's own bound the
+  // log is final as it is: the waiter hears done, with everything in it.
+  for (int i = 0; i < 4 && !waited.answered(); ++i) {
+    f.sched->advance_time(std::chrono::seconds(10));
+    f.sched->run();
+  }
+  REQUIRE(waited.reply);
+  CHECK(waited.reply->row.status == store::job_status::exited);
+  CHECK(waited.reply->row.exit_code == std::optional<std::int64_t>(0));
+  CHECK(waited.reply->window.text.empty());
+  CHECK(waited.reply->window.offset == 9);
+  // Final for good: a later wait is answered at once, done.
+  asked<job_result> later;
+  ask(f, wait_request{j.id, wait_params{0, 60, 100, 0.5}}, later);
+  f.sched->run();
+  REQUIRE(later.reply);
+  CHECK(later.reply->row.status == store::job_status::exited);
+  CHECK(later.reply->window.text == "partial\r\n");
+}
+
 TEST_CASE("PTY: a sanitizer that closes output.log without a marker fails the job truthfully") {
   recovered_fixture f;
   asked<job_result> run;

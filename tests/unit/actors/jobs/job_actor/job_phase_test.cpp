@@ -37,8 +37,10 @@ TEST_CASE("failures, removals and the moves that are not made") {
     CHECK(can_move(p, job_phase::removing));
   CHECK_FALSE(can_move(job_phase::removing, job_phase::removing));
   CHECK(can_move(job_phase::removing, job_phase::removed));
-  for (auto p : {job_phase::live, job_phase::awaiting_pipe, job_phase::opening_gate})
+  for (auto p : {job_phase::awaiting_pipe, job_phase::opening_gate, job_phase::failing_start})
     CHECK_FALSE(can_move(job_phase::removing, p));
+  // The one move back: a row removal that failed leaves the (terminal) job live.
+  CHECK(can_move(job_phase::removing, job_phase::live));
   CHECK_FALSE(can_move(job_phase::removed, job_phase::live));
   CHECK_FALSE(can_move(job_phase::live, job_phase::removed));  // only through removing
   // No way back into a start once live, and no skipping the handshake's steps.
