@@ -14,7 +14,8 @@ cd "$(dirname "$0")/.."
 BUILD_DEPS=(meson ninja-build pkg-config g++ libcaf-dev libuv1-dev node-llhttp libsqlite3-dev
   libsimdjson-dev libzstd-dev libarchive-dev libssl-dev doctest-dev libseccomp-dev libcap-dev
   libcurl4-openssl-dev)
-RUN_DEPS=(tmux zstd python3 sqlite3 util-linux procps passwd)
+# jq: the README's walk-through picks job ids with it.
+RUN_DEPS=(tmux zstd python3 sqlite3 util-linux procps passwd jq)
 # podman/runc/debootstrap build and run the sandbox image (tests/e2e/image); prometheus
 # brings promtool, which checks /metrics; apparmor and seccomp bring apparmor_parser and
 # scmp_sys_resolver (the native supervisor's deployment files); iproute2 makes the network
@@ -42,24 +43,39 @@ install_missing() {
   fi
 }
 
+# The binaries `serve` needs: the server, its helpers and dify-agent (which jobs run).
+SERVING_TARGETS=(bin/shellctl bin/shellctl-runner bin/shellctl-runner-exit bin/shellctl-sanitize-pty
+  bin/shellctl-home bin/dify-agent)
+
+# build [targets...]: everything by default; `serve` asks only for SERVING_TARGETS (about
+# three quarters of the compile: the tests, fuzz harnesses and benchmarks wait for `test`).
 build() {
   # Warnings are errors: the tree is kept clean at -Wall -Wextra with gcc and clang.
   if [ ! -f build/build.ninja ]; then
     echo "configuring build/ (meson)"
-    meson setup build -Dwerror=true >/dev/null
+    if ! meson setup build -Dwerror=true > "${TMPDIR:-/tmp}/shellctl-meson-setup.log" 2>&1; then
+      tail -n 30 "${TMPDIR:-/tmp}/shellctl-meson-setup.log"
+      echo "meson setup FAILED (log: ${TMPDIR:-/tmp}/shellctl-meson-setup.log)" >&2
+      exit 1
+    fi
   fi
-  echo "building (ninja -C build; a few minutes the first time)"
-  ninja -C build | grep -v "^\[" || true
-  [ -x build/bin/shellctl ] || { echo "build failed" >&2; exit 1; }
+  echo "building ${1:+the server, its helpers and dify-agent }(ninja -C build; a few minutes the first time)"
+  if ! ninja -C build "$@" > build/meson-logs/ninja.log 2>&1; then
+    grep -v "^\[" build/meson-logs/ninja.log | tail -n 60
+    echo "build FAILED (log: build/meson-logs/ninja.log)" >&2
+    exit 1
+  fi
+  [ -x build/bin/shellctl ] || { echo "build failed: no build/bin/shellctl" >&2; exit 1; }
 }
 
 # The OpenAPI validator the tests use (@apidevtools/swagger-parser), from npm into build/npm.
 install_npm_tools() {
   [ -f build/npm/node_modules/@apidevtools/swagger-parser/package.json ] && return 0
   command -v npm >/dev/null || install_missing nodejs npm
-  echo "installing the OpenAPI validator from npm (build/npm)"
+  echo "installing the OpenAPI validator from npm (build/npm; log: build/npm/install.log)"
   mkdir -p build/npm
-  if ! (cd build/npm && npm install --no-audit --no-fund --silent --prefix . \
+  # Not --silent: a failure's cause (a proxy, a TLS interception) must be in the log.
+  if ! (cd build/npm && npm install --no-audit --no-fund --loglevel=warn --prefix . \
           @apidevtools/swagger-parser@10.1.1) > build/npm/install.log 2>&1; then
     tail -n 20 build/npm/install.log
     echo "npm install failed (log: build/npm/install.log)" >&2
@@ -129,11 +145,35 @@ PY
   return "$rc"
 }
 
+# One line per stage of `test`: the first pass, the stress pass, the clang build and each
+# fuzzer, each passed / failed / not run (the fuzzers' from build-fuzz/<name>_fuzz.log).
+stage_summary() {
+  local first=$1 stress=$2 clang=$3 f state
+  echo "---- summary"
+  echo "first pass (every suite): $first"
+  echo "stress pass (e2e under load): $stress"
+  if [ "$clang" = "not run" ] || [ ! -f build-fuzz/ninja.log ]; then
+    echo "clang build: not run"
+  elif grep -q "^clang build FAILED" build/meson-logs/clang-and-fuzz.log 2>/dev/null; then
+    echo "clang build: failed"
+  else
+    echo "clang build: passed"
+  fi
+  for f in http json tmux archive agent_cli paths native home; do
+    if [ "$clang" = "not run" ] || [ ! -f "build-fuzz/${f}_fuzz.log" ]; then state="not run"
+    elif grep -q "^fuzzer $f FAILED" build/meson-logs/clang-and-fuzz.log 2>/dev/null; then state=failed
+    elif grep -q "^Done" "build-fuzz/${f}_fuzz.log"; then state=passed
+    else state=failed
+    fi
+    echo "fuzzer $f: $state"
+  done
+}
+
 case "${1:-}" in
   serve)
     shift
     install_missing "${BUILD_DEPS[@]}" "${RUN_DEPS[@]}"
-    build
+    build "${SERVING_TARGETS[@]}"
     args=() have_listen=0 have_state=0 have_token=0 no_auth=0
     for a in "$@"; do
       case "$a" in
@@ -163,7 +203,13 @@ case "${1:-}" in
     install_missing "${BUILD_DEPS[@]}" "${RUN_DEPS[@]}" "${TEST_DEPS[@]}"
     build
     install_npm_tools
-    run_suites "all suites"
+    first_rc=0
+    run_suites "all suites" || first_rc=$?
+    if [ "$first_rc" -ne 0 ]; then
+      stage_summary failed "not run" "not run"
+      echo "tests FAILED: the first pass (log: build/meson-logs/testlog.txt)" >&2
+      exit 1
+    fi
     # Stress mode: the end-to-end suites again with every core busy and SIGHUP ignored, as
     # under nohup: a flaky test is a bug. The load is useful work: the whole tree built
     # again with clang (warnings are errors there too), then the libFuzzer targets (HTTP
@@ -200,13 +246,13 @@ case "${1:-}" in
     grep -E "^ *[0-9]+/[0-9]+ " "$nohup_log" || true
     if [ "$stress_rc" -ne 0 ]; then
       grep -E -B2 -A25 "^(FAIL|ERROR):" "$nohup_log" | head -n 200 || true
-      echo "stress pass FAILED (log: $nohup_log)" >&2
-      exit 1
     fi
-    echo "stress pass passed"
     cat "$clang_log"
-    if [ "$clang_rc" -ne 0 ]; then
-      echo "clang build or fuzzing FAILED (log: $clang_log)" >&2
+    stage_summary passed "$([ "$stress_rc" -eq 0 ] && echo passed || echo failed)" \
+      "$([ "$clang_rc" -eq 0 ] && echo passed || echo failed)"
+    if [ "$stress_rc" -ne 0 ] || [ "$clang_rc" -ne 0 ]; then
+      [ "$stress_rc" -eq 0 ] || echo "stress pass FAILED (log: $nohup_log)" >&2
+      [ "$clang_rc" -eq 0 ] || echo "clang build or fuzzing FAILED (log: $clang_log)" >&2
       exit 1
     fi
     echo "all tests and fuzzers passed"

@@ -43,6 +43,12 @@ std::unique_ptr<command> make_root_command() {
 int run_cli(const std::vector<std::string>& args) {
   cancel_on_signals();
   try {
+    // Every binary of ours answers --version (docs/layout.md "The binaries"); the original had no
+    // such flag, and the help (which the agent backend injects) does not list it.
+    if (args.size() == 1 && args[0] == "--version") {
+      std::fputs("dify-agent " SHELLCTL_VERSION "\n", stdout);
+      return 0;
+    }
     if (args.size() == 1 && args[0] == "__dump-cli-help") {
       const std::string j = make_root_command()->help_json();
       std::fwrite(j.data(), 1, j.size(), stdout);

@@ -57,9 +57,12 @@ class StagedInstall(unittest.TestCase):
                                text=True, timeout=10)
             self.assertEqual(r.returncode, 0, (exe, r))
             self.assertIn(word, r.stdout + r.stderr, exe)
-        r = subprocess.run([os.path.join(self.root, "bin/shellctl"), "--version"],
-                           capture_output=True, text=True, timeout=10)
-        self.assertEqual((r.returncode, r.stdout.split()[0]), (0, "shellctl"))
+        for exe in ("bin/shellctl", "bin/dify-agent", "libexec/shellctl/shellctl-home",
+                    "libexec/shellctl/shellctl-runner", "libexec/shellctl/shellctl-runner-exit",
+                    "libexec/shellctl/shellctl-sanitize-pty"):
+            r = subprocess.run([os.path.join(self.root, exe), "--version"],
+                               capture_output=True, text=True, timeout=10)
+            self.assertEqual((r.returncode, r.stdout.split()[:1]), (0, [os.path.basename(exe)]), (exe, r))
 
     def test_systemd_unit_verifies_clean(self):
         unit = open(os.path.join(self.root, "share/shellctl/shellctl.service")).read()
