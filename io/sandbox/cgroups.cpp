@@ -284,7 +284,21 @@ bool choose_root(const std::string& given, const std::string& state_dir, root_ch
 }
 
 void release_root(const root_choice& root) {
-  if (root.detected && !root.path.empty()) ::rmdir(root.path.c_str());  // EBUSY: jobs live on
+  if (root.path.empty()) return;
+  // A job cgroup with no process left belongs to a finished job whose background processes
+  // have since ended (a job that left nothing is removed when it settles): nothing will use
+  // it again — a restart recreates what a job needs — so it goes with the server. One with
+  // processes (a job running on in tmux) stays, and with it the root. By the time this runs
+  // the HTTP front is drained and the job actors are gone, so no start is between its mkdir
+  // and its runner's entry.
+  for (const auto& id : job_ids(root.path)) {
+    const std::string path = job_path(root.path, id);
+    if (populated(path) == false) {
+      std::string ignored;
+      remove_tree(path, ignored);  // a job's own sub-cgroups first; EBUSY: a process came back
+    }
+  }
+  if (root.detected) ::rmdir(root.path.c_str());  // EBUSY: jobs live on
 }
 
 bool prepare_limits(const std::string& root, const job_limits& limits, std::string& err) {

@@ -102,9 +102,10 @@ struct root_choice {
 bool choose_root(const std::string& given, const std::string& state_dir, root_choice& out,
                  std::string& err);
 
-// At a graceful stop: a detected root is removed when no job cgroup is left in it (jobs
-// that keep running in tmux keep it, and the next start finds it again); a given root
-// is the operator's and stays.
+// At a graceful stop: every job cgroup with no process left is removed (in a given root
+// too: job-* there are this server's), then a detected root when no job cgroup is left in
+// it (jobs that keep running in tmux keep it, and the next start finds it again); a given
+// root is the operator's and stays.
 void release_root(const root_choice& root);
 
 // Makes the controllers that `limits` needs available to the job cgroups (enabling them

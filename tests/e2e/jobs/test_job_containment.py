@@ -56,6 +56,11 @@ def stat_of(pid):
         return str(e)
 
 
+def read_text(path):
+    with open(path) as f:
+        return f.read()
+
+
 def procs(cgroup):
     with open(os.path.join(cgroup, "cgroup.procs")) as f:
         return [int(p) for p in f.read().split()]
@@ -403,6 +408,40 @@ class ContainmentAcrossRestarts(unittest.TestCase):
             squatter.wait()
             if os.path.isdir(orphan):
                 os.rmdir(orphan)
+
+
+class ContainmentAtAStop(unittest.TestCase):
+    """A graceful stop (SIGTERM, Ctrl-C) removes the job cgroups that have no process left
+    and then its detected root; a job still running in tmux keeps its cgroup (and the root)
+    for the next start, and that start's own stop cleans up once the job is gone."""
+
+    def test_a_stopping_server_removes_its_empty_job_cgroups(self):
+        with Server(token=TOKEN) as s:
+            root = cgroup_root_of(s)
+            self.assertIsNotNone(root, s.read_stderr())
+            # A finished job whose background process ended after the job did: its cgroup
+            # outlived the job's end (it was populated then) and is empty now.
+            ended, _ = s.run_to_completion("nohup sh -c 'sleep 1' >/dev/null 2>&1 & echo bye")
+            ended_cg = os.path.join(root, "job-" + ended["job_id"])
+            self.assertTrue(os.path.isdir(ended_cg), "the leftover keeps the cgroup while it runs")
+            wait_until(lambda: "populated 0" in read_text(os.path.join(ended_cg, "cgroup.events")),
+                       timeout=30, what="the leftover ended")
+            # A job that runs on in tmux across the stop.
+            mk = tag()
+            running = s.run(f"sh -c 'sleep 1000; :' {mk} & echo armed; wait", timeout=0.3)["job_id"]
+            running_cg = os.path.join(root, "job-" + running)
+            wait_until(lambda: processes_mentioning(mk), timeout=30, what="the running job's process")
+            self.assertEqual(s.stop(), 0, s.read_stderr())
+            self.assertFalse(os.path.exists(ended_cg), "an empty job cgroup outlived the stop")
+            self.assertTrue(os.path.isdir(running_cg), "a running job's cgroup was removed")
+            self.assertTrue(processes_mentioning(mk), "the running job's process did not outlive the stop")
+            # The next start adopts it; once it is ended and the server stops, nothing is left.
+            s.start()
+            self.assertEqual(cgroup_root_of(s), root)
+            s.ok("POST", f"/v1/jobs/{running}/terminate", {"grace_seconds": 0})
+            self.assertFalse(processes_mentioning(mk))
+            self.assertEqual(s.stop(), 0, s.read_stderr())
+            self.assertFalse(os.path.exists(root), os.listdir(root) if os.path.isdir(root) else "")
 
 
 class ContainmentByRetention(unittest.TestCase):
