@@ -48,21 +48,20 @@ int main(int argc, char** argv) {
     return shellctl::actors::native_worker_main(argc - 1, argv + 1);
   if (argc >= 2 && std::string_view(argv[1]) == "native-budget")
     return shellctl::actors::native_budget_main(argc - 1, argv + 1);
-  // Probed first, before any thread exists (it forks) and while the process is still
-  // dumpable: a non-dumpable probe child cannot be mapped by a non-root server, though the
-  // runner's children can. This exposes nothing new: until the prctl below and the scrub,
-  // the token is readable in argv or environ anyway.
-  shellctl::io::sandbox::namespace_probe probe;
-  if (argc >= 2 && std::string_view(argv[1]) == "serve")
-    probe.available = shellctl::io::sandbox::namespaces_available(probe.why);
-  // Not dumpable: processes of the same user can neither ptrace this one nor read its
-  // memory or environment through /proc (the token lives in memory).
-  ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   shellctl::io::config::serve_config cfg;
   std::string message;
   using shellctl::io::config::parse_result;
   char** envp = environ;  // the initial block, before anything can reallocate it
   const auto result = shellctl::io::config::parse_serve(argc, argv, environ, cfg, message);
+  // Probed before any thread exists (it forks) and while the process is still dumpable: a
+  // non-dumpable probe child cannot be mapped by a non-root server, though the runner's
+  // children can. This exposes nothing new: until the prctl below and the scrub, the token
+  // is readable in argv or environ anyway.
+  shellctl::io::sandbox::namespace_probe probe;
+  if (result == parse_result::run && !cfg.native.supervisor) probe = shellctl::actors::probe_job_sandbox(cfg);
+  // Not dumpable: processes of the same user can neither ptrace this one nor read its
+  // memory or environment through /proc (the token lives in memory).
+  ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   scrub_token(argc, argv, envp);
   switch (result) {
     case parse_result::run:

@@ -123,6 +123,12 @@ std::string server_info_json(const server_info& i) {
   else
     w.null();
   w.key("jobs").value(i.job_oom_score_adj).end_object();
+  w.key("job_sandbox").begin_object().key("ok").value(i.sandbox_problem.empty()).key("problem");
+  if (i.sandbox_problem.empty())
+    w.null();
+  else
+    w.value(i.sandbox_problem);
+  w.end_object();
   w.end_object();
   w.key("limits").begin_object().key("timeout_max").value(600).key("output_limit_max").value(524288);
   w.end_object();

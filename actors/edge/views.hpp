@@ -45,6 +45,9 @@ struct server_info {
   // own limits, which are the ceilings of a run's.
   io::sandbox::cgroups::job_controllers job_controllers;
   io::sandbox::cgroups::job_limits job_ceilings;
+  // What the startup probe found that fails every job's start (a root that is not a mount
+  // point, user namespaces refused, Landlock missing where isolation needs it); "" = nothing.
+  std::string sandbox_problem;
 };
 std::string server_info_json(const server_info& i);
 

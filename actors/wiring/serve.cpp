@@ -39,6 +39,7 @@
 #include "io/sandbox/sock_diag.hpp"
 #include "io/sandbox/landlock.hpp"
 #include "io/sandbox/namespaces.hpp"
+#include "io/world/world_probe.hpp"
 #include "io/policy/policy.hpp"
 #include "io/tmux/pane_shell.hpp"
 
@@ -143,10 +144,38 @@ home_helper_settings home_helper_for(const io::config::serve_config& cfg,
   return h;
 }
 
+io::sandbox::namespace_probe probe_job_sandbox(const io::config::serve_config& cfg) {
+  io::sandbox::namespace_probe probe;
+  if (!cfg.namespaces) return probe;  // SHELLCTL_JOB_NAMESPACES=off: jobs get none
+  probe.available = io::sandbox::namespaces_available(probe.why);
+  if (!probe.available) return probe;
+  // The world of a job of the server's HOME in its own cwd, as the runner builds it
+  // (io/proc/runner.cpp init_role) from the settings the server hands it (D7).
+  auto get = [&cfg](const char* name) -> const char* {
+    for (const auto& [k, v] : cfg.isolation_env)
+      if (k == name) return v.c_str();
+    return nullptr;
+  };
+  io::world::world_spec w;
+  w.policy = io::policy::policy_from_env(get);
+  w.own_root = w.policy.isolation;
+  struct stat st {};
+  if (::stat(cfg.state_dir.c_str(), &st) == 0) w.state_dir = io::fs::canonical_or(cfg.state_dir);
+  w.home = cfg.home.empty() ? "" : io::fs::canonical_or(cfg.home);
+  w.cwd = w.home;
+  if (w.own_root && (w.home.empty() || ::stat(w.home.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))) {
+    probe.world_problem = "the server's HOME (" + cfg.home + ") is not a directory: a job has no HOME to be granted";
+    return probe;
+  }
+  probe.world_problem = io::world::world_problem(w);
+  return probe;
+}
+
 // What jobs will run in, probed once so that an operator learns it at startup rather than
-// from every job failing with 125.
+// from every job failing with 125: "" in `problem` when jobs can start.
 std::string describe_sandbox(const io::config::serve_config& cfg,
-                             const io::sandbox::namespace_probe& probe, const server_log& log) {
+                             const io::sandbox::namespace_probe& probe, const server_log& log,
+                             std::string& problem) {
   const std::string& ns_why = probe.why;
   const bool ns = cfg.namespaces && probe.available;
   const int abi = io::sandbox::landlock_abi();
@@ -155,17 +184,24 @@ std::string describe_sandbox(const io::config::serve_config& cfg,
     text = "path isolation on (landlock " +
            (abi > 0 ? "ABI " + std::to_string(abi) : std::string("unavailable")) + ", " +
            (ns ? "own namespaces" : "no namespaces") + ")";
-    if (!ns || abi <= 0)
-      log.say(io::log::level::warn,
-              "shellctl: warning: this machine cannot build the job sandbox (" +
-                  (!ns ? ns_why : std::string("Landlock is not available")) +
-                  "): every job fails with exit code 125; SHELLCTL_ENABLE_PATH_ISOLATION=false "
-                  "runs jobs without path isolation");
+    if (!ns)
+      problem = ns_why;
+    else if (abi <= 0)
+      problem = "Landlock is not available";
   } else {
     text = std::string("path isolation off (") +
            (ns ? "own namespaces" : cfg.namespaces ? "no namespaces: " + ns_why : "namespaces off") +
            ")";
   }
+  // With the namespaces there, a job's first process builds its world in them whether
+  // isolation is on or off: a world that cannot be built fails every job.
+  if (problem.empty() && ns) problem = probe.world_problem;
+  if (!problem.empty())
+    log.say(io::log::level::warn,
+            "shellctl: warning: this machine cannot build the job sandbox (" + problem +
+                "): every job fails with exit code 125" +
+                (cfg.isolation && !ns ? "; SHELLCTL_ENABLE_PATH_ISOLATION=false runs jobs without path isolation"
+                                      : ""));
   return text;
 }
 
@@ -174,7 +210,8 @@ int serve(const io::config::serve_config& cfg, const io::sandbox::namespace_prob
   const bool json_log = cfg.log_format == "json" || (cfg.log_format.empty() && ::isatty(STDERR_FILENO) != 1);
   const server_log log(json_log ? io::log::format::json : io::log::format::text,
                        static_cast<io::log::level>(std::clamp(cfg.log_level, 0, 3)));
-  std::string sandbox_text = describe_sandbox(cfg, probe, log);
+  std::string sandbox_problem;  // what fails every job's start; "" = nothing the probe found
+  std::string sandbox_text = describe_sandbox(cfg, probe, log, sandbox_problem);
   // Under memory pressure the job is the OOM killer's victim, never the control plane:
   // the server (and the tmux server and helpers it starts, which inherit it) keeps a low
   // score where it may lower it, every job process a high one (set by the runner).
@@ -453,7 +490,8 @@ int serve(const io::config::serve_config& cfg, const io::sandbox::namespace_prob
   const std::string info = server_info_json(
       {SHELLCTL_VERSION, cfg.isolation && abi > 0 ? std::optional<int>(abi) : std::nullopt,
        !js.cgroup_root.empty(), js.cgroup_nsdelegate, api_refuses_jobs,
-       io::proc::oom_score::read_self(), cfg.job_oom_score_adj, js.job_controllers, js.job_limits});
+       io::proc::oom_score::read_self(), cfg.job_oom_score_adj, js.job_controllers, js.job_limits,
+       sandbox_problem});
   std::string identity;
   if (worker.on) {
     io::json::writer w;

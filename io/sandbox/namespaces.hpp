@@ -47,6 +47,9 @@ bool scope_namespaces_available(std::string& why);
 struct namespace_probe {
   bool available = false;
   std::string why;  // the kernel's reason when not available
+  // With the namespaces there: what stops a job's world from being built in them
+  // (io/world/world_probe.hpp), which fails every job; "" = it was built, or not probed.
+  std::string world_problem;
 };
 
 }  // namespace shellctl::io::sandbox

@@ -396,20 +396,23 @@ TEST_CASE("GET /v1/info is answered by the front with the document it was given,
 
 TEST_CASE("the /v1/info document: every field it documents, nothing this build does not serve") {
   const shellctl::io::sandbox::cgroups::job_controllers none{}, all{true, true, true};
-  CHECK(server_info_json({"1.2.3", 7, false, std::nullopt, false, std::nullopt, 0, none, {}}) ==
+  CHECK(server_info_json({"1.2.3", 7, false, std::nullopt, false, std::nullopt, 0, none, {}, ""}) ==
         R"({"version":"1.2.3","api":["jobs","snapshot","files","stream","resize","signal","activity","ports"],)"
         R"("isolation":{"landlock_abi":7,"cgroup":"none","cgroup_nsdelegate":null,"api_refuses_jobs":false,)"
-        R"("oom_score_adj":{"server":null,"jobs":0}},)"
+        R"("oom_score_adj":{"server":null,"jobs":0},"job_sandbox":{"ok":true,"problem":null}},)"
         R"("limits":{"timeout_max":600,"output_limit_max":524288},)"
         R"("job_limits":{"available":[],"ceilings":{"memory_bytes":null,"pids":null,"cpu":null}}})" "\n");
-  CHECK(server_info_json({"1.2.3", 7, true, true, true, -800, 800, none, {}})
+  CHECK(server_info_json({"1.2.3", 7, true, true, true, -800, 800, none, {}, ""})
             .find(R"("oom_score_adj":{"server":-800,"jobs":800})") != std::string::npos);
-  CHECK(server_info_json({"1.2.3", std::nullopt, true, false, true, std::nullopt, 0, none, {}})
+  CHECK(server_info_json({"1.2.3", std::nullopt, true, false, true, std::nullopt, 0, none, {}, ""})
             .find(R"("landlock_abi":null,"cgroup":"v2","cgroup_nsdelegate":false)") != std::string::npos);
-  CHECK(server_info_json({"1.2.3", std::nullopt, true, true, true, std::nullopt, 0, none, {}})
+  CHECK(server_info_json({"1.2.3", std::nullopt, true, true, true, std::nullopt, 0, none, {}, ""})
             .find(R"("cgroup_nsdelegate":true)") != std::string::npos);
+  // What the startup probe found that fails every job: said, not hidden.
+  CHECK(server_info_json({"1.2.3", 7, true, true, true, -800, 800, none, {}, "make private /: Invalid argument"})
+            .find(R"("job_sandbox":{"ok":false,"problem":"make private /: Invalid argument"})") != std::string::npos);
   // What a run may ask for, and the server's limits as its ceilings.
-  CHECK(server_info_json({"1.2.3", 7, true, true, true, -800, 800, all, {"1G", "max", "50000 100000"}})
+  CHECK(server_info_json({"1.2.3", 7, true, true, true, -800, 800, all, {"1G", "max", "50000 100000"}, ""})
             .find(R"("job_limits":{"available":["memory_bytes","pids","cpu"],)"
                   R"("ceilings":{"memory_bytes":1073741824,"pids":null,"cpu":0.50}})") != std::string::npos);
 }
