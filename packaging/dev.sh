@@ -7,6 +7,8 @@
 #   bash packaging/dev.sh test
 #        install what is missing, build, run every test (twice for the end-to-end suites:
 #        once as is, once with every core busy under a nohup-style parent) and the fuzzers
+#   bash packaging/dev.sh install-cli
+#        copies the built dify-agent to /usr/local/bin (serve does it; the docs' test too)
 # Installs only Debian packages; everything else is in this repository.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -169,11 +171,23 @@ stage_summary() {
   done
 }
 
+# Jobs see the system trees but not this clone: dify-agent goes where both they and this
+# shell find it (README "Trying dify-agent"; `rm /usr/local/bin/dify-agent` undoes it).
+install_cli() {
+  local built="${SHELLCTL_BUILD_DIR:-build}/bin/dify-agent"
+  cmp -s "$built" /usr/local/bin/dify-agent ||
+    as_root install -D -m 0755 "$built" /usr/local/bin/dify-agent
+}
+
 case "${1:-}" in
+  install-cli)
+    install_cli
+    ;;
   serve)
     shift
     install_missing "${BUILD_DEPS[@]}" "${RUN_DEPS[@]}"
     build "${SERVING_TARGETS[@]}"
+    install_cli
     args=() have_listen=0 have_state=0 have_token=0 no_auth=0
     for a in "$@"; do
       case "$a" in
@@ -260,6 +274,7 @@ case "${1:-}" in
   *)
     echo "usage: bash packaging/dev.sh serve [--no-auth] [shellctl serve flags...]" >&2
     echo "       bash packaging/dev.sh test" >&2
+    echo "       bash packaging/dev.sh install-cli" >&2
     exit 2
     ;;
 esac

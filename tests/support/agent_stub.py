@@ -8,6 +8,10 @@ Every request is recorded (`stub.requests`); bodies up to KEEP_LIMIT are kept wh
 only as size + sha256, so a 200 MB upload costs no memory here. Request bodies are decoded by
 hand (chunked or Content-Length) because the CLI streams its uploads.
 
+To try `dify-agent` by hand (docs/dify-agent.md "Try it"), run this file:
+`python3 tests/support/agent_stub.py [--port 8080] [--jwe try-me]` serves on loopback until
+Ctrl-C, printing the two variables the CLI needs.
+
 Fault injection: `stub.faults[route] = Fault(...)`, where route is "METHOD /path" for the
 control plane (path below /agent-stub, without the query) and "upload" / "download" for the data
 plane. A fault replaces the normal answer for every request on that route until removed.
@@ -240,13 +244,13 @@ class AgentStub:
         self.server = None
 
     # -- lifecycle -----------------------------------------------------------------
-    def start(self):
+    def start(self, port=0):
         stub = self
 
         class Handler(StubHandler):
             pass
         Handler.stub = stub
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self.server.daemon_threads = True
         self.server.block_on_close = False
         self.port = self.server.server_address[1]
@@ -640,3 +644,23 @@ ROUTES = {
     "upload": StubHandler.data_upload,
     "download": StubHandler.data_download,
 }
+
+
+def main():
+    import argparse
+    import signal
+    parser = argparse.ArgumentParser(description="The test Agent Stub, on 127.0.0.1, until Ctrl-C.")
+    parser.add_argument("--port", type=int, default=8080)
+    parser.add_argument("--jwe", default="try-me", help="the bearer token it accepts")
+    args = parser.parse_args()
+    stub = AgentStub(jwe=args.jwe).start(args.port)
+    print(f"export DIFY_AGENT_STUB_API_BASE_URL={stub.url} DIFY_AGENT_STUB_AUTH_JWE={args.jwe}", flush=True)
+    done = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: done.set())
+    done.wait()
+    stub.stop()
+
+
+if __name__ == "__main__":
+    main()
