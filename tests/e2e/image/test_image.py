@@ -194,6 +194,10 @@ class Image(unittest.TestCase):
         self.assertIn("HOME=/home/dify", cfg["Env"])
         hc = info.get("Healthcheck") or cfg.get("Healthcheck")
         self.assertTrue(hc and "/healthz" in " ".join(hc["Test"]), info)
+        # The server must answer within the backend's 1 s (curl's own limit); the check as a
+        # whole has 5 s, since the runtime's exec of curl counts against it.
+        self.assertIn("--max-time 1", " ".join(hc["Test"]))
+        self.assertEqual(hc["Timeout"], 5 * 10**9, hc)
 
     def test_tools_an_agent_expects_are_installed(self):
         tools = "bash curl file git jq less ssh ps rg tini tmux unzip xz zip shellctl dify-agent"
