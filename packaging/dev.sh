@@ -90,8 +90,13 @@ install_npm_tools() {
 # $(nproc) at a time. Prints what failed (the build's errors, a fuzzer's crash) and
 # returns non-zero on any failure.
 clang_and_fuzz() {
-  [ -f build-fuzz/build.ninja ] || CC=clang CXX=clang++ meson setup build-fuzz -Dfuzz=true -Dwerror=true >/dev/null
   echo "building with clang (build-fuzz/)"
+  if [ ! -f build-fuzz/build.ninja ] &&
+     ! CC=clang CXX=clang++ meson setup build-fuzz -Dfuzz=true -Dwerror=true > "${TMPDIR:-/tmp}/shellctl-meson-setup-fuzz.log" 2>&1; then
+    tail -n 30 "${TMPDIR:-/tmp}/shellctl-meson-setup-fuzz.log"
+    echo "clang build FAILED at meson setup (log: ${TMPDIR:-/tmp}/shellctl-meson-setup-fuzz.log)"
+    return 1
+  fi
   if ! ninja -C build-fuzz -j "$(nproc)" > build-fuzz/ninja.log 2>&1; then
     grep -v "^\[" build-fuzz/ninja.log | tail -n 60
     echo "clang build FAILED"
