@@ -51,6 +51,12 @@ constexpr std::uint64_t kLingerMs = 2000;      // after our FIN, wait this long 
 // its connection reset, not our CPU.
 constexpr std::size_t kLingerMaxBytes = 1u << 20;
 constexpr int kBacklog = 1024;
+// Connections accepted per loop turn: a quarter of max_connections, at most 32. libuv
+// accepts until the queue is empty before it reads any socket, so a burst larger than
+// max_connections would push out, as the oldest guests, the connections accepted early in
+// it, whose heads (a token holder's) were there to be read (G5). Between two batches the
+// turn reads every socket that has bytes.
+constexpr std::size_t kMaxAcceptsPerTurn = 32;
 
 void log_line(const char* fmt, const char* a, const char* b = "") {
   std::fprintf(stderr, fmt, a, b);
@@ -75,6 +81,9 @@ struct server::impl {
   uv_async_t async;
   uv_signal_t sigint, sigterm;
   uv_timer_t grace_timer;
+  uv_check_t accept_turn;       // after each poll: the next batch of accepts may begin
+  std::size_t accepts_this_turn = 0;
+  bool accept_paused = false;   // a connection waits in libuv for the next turn's batch
   bool listening = false;
   bool stopping = false;
   bool loop_closed = false;
@@ -111,6 +120,10 @@ struct server::impl {
     listener.tcp.data = this;  // the common handle prefix
     uv_timer_init(&loop, &grace_timer);
     grace_timer.data = this;
+    uv_check_init(&loop, &accept_turn);
+    accept_turn.data = this;
+    uv_check_start(&accept_turn, on_accept_turn);
+    uv_unref(reinterpret_cast<uv_handle_t*>(&accept_turn));  // never what keeps the loop alive
   }
 
   // ---- callback scope: settle loop-thread answers and flush writes on exit --------------
@@ -258,6 +271,12 @@ struct server::impl {
       s->log_accept_error(status);
       return;
     }
+    if (s->accepts_this_turn >= std::clamp<std::size_t>(s->cfg.max_connections / 4, 1, kMaxAcceptsPerTurn)) {
+      // Not taken now: libuv keeps it and stops watching the listener until uv_accept.
+      s->accept_paused = true;
+      return;
+    }
+    ++s->accepts_this_turn;
     auto* c = new connection(
         parser_limits{s->cfg.max_body_bytes, s->cfg.max_header_bytes, s->cfg.max_request_line});
     c->srv = s;
@@ -332,6 +351,16 @@ struct server::impl {
     c->authenticated = !s->cfg.authenticates;
     s->arm_timer(c, c->idle_since + s->idle_limit(c));
     s->start_reading(c);
+  }
+
+  // The poll phase is over: the sockets of this turn were read. The next batch begins with
+  // the connection libuv holds (which starts the listener's watch again).
+  static void on_accept_turn(uv_check_t* h) {
+    auto* s = static_cast<impl*>(h->data);
+    s->accepts_this_turn = 0;
+    if (!s->accept_paused || !s->listening) return;
+    s->accept_paused = false;
+    on_accept(reinterpret_cast<uv_stream_t*>(&s->listener), 0);
   }
 
   // How long a connection with nothing in flight may stay open: a guest only as long as a
@@ -1204,6 +1233,7 @@ struct server::impl {
     loop_closed = true;
     uv_timer_stop(&grace_timer);
     uv_close(reinterpret_cast<uv_handle_t*>(&grace_timer), nullptr);
+    uv_close(reinterpret_cast<uv_handle_t*>(&accept_turn), nullptr);
     if (signals_started) {
       uv_close(reinterpret_cast<uv_handle_t*>(&sigint), nullptr);
       uv_close(reinterpret_cast<uv_handle_t*>(&sigterm), nullptr);

@@ -1,5 +1,7 @@
 #include "io/proc/job_processes.hpp"
 
+#include "io/proc/proc_file.hpp"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -28,8 +30,7 @@ std::optional<std::pair<dev_t, ino_t>> pid_namespace_of(long pid) {
 // (process group, session) from /proc/<pid>/stat; the command name may hold spaces and
 // parentheses, so the fields are read after its last ')'.
 std::optional<std::pair<long, long>> group_and_session_of(long pid) {
-  std::ifstream in(proc_path(pid, "stat"));
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string text = read_proc_file(pid, "stat").value_or("");
   const auto close = text.rfind(')');
   if (close == std::string::npos) return std::nullopt;
   std::istringstream rest(text.substr(close + 1));
@@ -41,7 +42,7 @@ std::optional<std::pair<long, long>> group_and_session_of(long pid) {
 
 // The runner's children (its init, or the job's main process without namespaces).
 std::vector<long> children_of(long pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/children");
+  std::istringstream in(read_proc_file(pid, "task/" + std::to_string(pid) + "/children").value_or(""));
   std::vector<long> out;
   long child = 0;
   while (in >> child) out.push_back(child);

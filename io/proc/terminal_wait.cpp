@@ -1,5 +1,7 @@
 #include "io/proc/terminal_wait.hpp"
 
+#include "io/proc/proc_file.hpp"
+
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
@@ -10,10 +12,7 @@
 namespace shellctl::io::proc {
 namespace {
 
-std::string proc_file(long pid, const char* what) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/" + what);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
+std::string proc_file(long pid, const char* what) { return read_proc_file(pid, what).value_or(""); }
 
 // The fields of /proc/<pid>/stat after the command name: [0] state, [1] ppid, [2] pgrp,
 // [3] session, [4] tty_nr, [5] tpgid, ..., [19] starttime.

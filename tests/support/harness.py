@@ -196,7 +196,11 @@ class Server:
     def ok(self, method, path, body=None, **kw):
         status, _, data = self.request(method, path, body, **kw)
         if status != 200:
-            raise AssertionError(f"{method} {path} -> {status} {data!r}")
+            # A 500 is the server's own fault: its log says why (CI keeps only this text).
+            why = ""
+            if status == 500:
+                why = "\nserver log (tail):\n" + self.read_stderr()[-4000:]
+            raise AssertionError(f"{method} {path} -> {status} {data!r}{why}")
         return data
 
     # -- job helpers -----------------------------------------------------------------

@@ -1,5 +1,7 @@
 #include "io/native/worker/worker_spawn.hpp"
 
+#include "io/proc/proc_file.hpp"
+
 #include <fcntl.h>
 #include <linux/sched.h>
 #include <sched.h>
@@ -33,8 +35,7 @@ bool write_proc(pid_t pid, const char* file, const std::string& text, std::strin
 }  // namespace
 
 std::uint64_t process_starttime(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string stat = proc::read_proc_file(pid, "stat").value_or("");
   const auto close = stat.rfind(')');
   if (close == std::string::npos) return 0;
   std::istringstream rest(stat.substr(close + 2));

@@ -579,6 +579,44 @@ class HalfSentHeadsTest(unittest.TestCase):
             s.close()
 
 
+    def test_a_burst_behind_a_token_holder_never_pushes_it_out(self):
+        # The token holder's whole head is in its socket before 200 guests connect behind
+        # it, all while the server is stopped (the kernel queues every connection). Taken
+        # in one batch, as libuv does, the guests fill the 16 places and close the oldest
+        # guest, the token holder, before its head is read.
+        token = "g5-" + uuid.uuid4().hex
+        s = Server(token=token, env={"SHELLCTL_HTTP_MAX_CONNECTIONS": "16"})
+        guests = []
+        holder = None
+        try:
+            os.kill(s.pid, signal.SIGSTOP)
+            try:
+                holder = socket.create_connection(("127.0.0.1", s.port), timeout=10)
+                holder.sendall(f"GET /v1/jobs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n"
+                               "Connection: close\r\n\r\n".encode())
+                for _ in range(200):
+                    g = socket.create_connection(("127.0.0.1", s.port), timeout=10)
+                    g.sendall(b"GET /v1/jobs HTTP/1.1\r\nHost: x\r\nX-Half: ")
+                    guests.append(g)
+            finally:
+                os.kill(s.pid, signal.SIGCONT)
+            answer = b""
+            try:
+                while chunk := holder.recv(65536):
+                    answer += chunk
+            except OSError as e:
+                self.fail(f"the token holder's connection was closed unanswered: {e!r}")
+            self.assertTrue(answer.startswith(b"HTTP/1.1 200 "), answer[:200])
+            metrics = s.request("GET", "/metrics")[2].decode()
+            self.assertRegex(metrics, r'shellctl_http_connections_refused_total\{reason="guest"\} [1-9]')
+        finally:
+            for g in guests:
+                g.close()
+            if holder:
+                holder.close()
+            s.close()
+
+
 class JobsCannotCallTheApiTest(unittest.TestCase):
     """No job may call the control API, with the token or without, auth on or off: its
     connection is closed before a byte is read (its socket's cgroup, from the kernel). The

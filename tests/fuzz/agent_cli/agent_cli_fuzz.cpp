@@ -23,7 +23,6 @@
 #include "tests/fuzz/support/sandboxed_home.hpp"
 
 namespace cli = shellctl::dify_agent;
-namespace archive = shellctl::io::archive;
 
 namespace {
 
@@ -42,7 +41,7 @@ void init_once() {
 void extract(const std::string& stream) {
   const std::string home = shellctl::fuzz::fresh_home();
   std::size_t at = 0;
-  (void)dify_agent::extract_agent_home(home, [&](char* buf, std::size_t cap) -> std::ptrdiff_t {
+  (void)cli::extract_agent_home(home, [&](char* buf, std::size_t cap) -> std::ptrdiff_t {
     const std::size_t n = std::min(cap, stream.size() - at);
     std::memcpy(buf, stream.data() + at, n);
     at += n;
