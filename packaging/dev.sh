@@ -80,6 +80,14 @@ install_npm_tools() {
   if ! (cd build/npm && npm install --no-audit --no-fund --loglevel=warn --prefix . \
           @apidevtools/swagger-parser@10.1.1) > build/npm/install.log 2>&1; then
     tail -n 20 build/npm/install.log
+    # The registry's certificate is not one node trusts: something on the way (a proxy, an
+    # egress gateway) re-signs TLS with a CA this machine's store does not hold.
+    if grep -qE "SELF_SIGNED_CERT_IN_CHAIN|UNABLE_TO_GET_ISSUER_CERT|UNABLE_TO_VERIFY_LEAF_SIGNATURE|CERT_UNTRUSTED" \
+         build/npm/install.log; then
+      echo "npm could not verify registry.npmjs.org's certificate: this network re-signs TLS." >&2
+      echo "Add its CA to the system store (copy it to /usr/local/share/ca-certificates/ and run" >&2
+      echo "update-ca-certificates; Debian's node trusts that store), or set NODE_EXTRA_CA_CERTS." >&2
+    fi
     echo "npm install failed (log: build/npm/install.log)" >&2
     exit 1
   fi
@@ -219,9 +227,12 @@ case "${1:-}" in
     exec ./build/bin/shellctl serve "${args[@]}"
     ;;
   test)
+    # A set-up step that fails exits at once, with its cause: the stages did not run.
+    trap 'stage_summary "not run (the set-up failed)" "not run" "not run"' EXIT
     install_missing "${BUILD_DEPS[@]}" "${RUN_DEPS[@]}" "${TEST_DEPS[@]}"
     build
     install_npm_tools
+    trap - EXIT
     first_rc=0
     run_suites "all suites" || first_rc=$?
     if [ "$first_rc" -ne 0 ]; then
