@@ -3,19 +3,77 @@
 Stdlib only. Every server gets its own temporary HOME and state dir, so its tmux server
 (socket under <state>/runtime) and SQLite file are private to the test. Nothing is mocked.
 """
+import hashlib
 import http.client
 import json
 import os
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import tempfile
 import time
 import unittest
 
-BIN_DIR = os.environ.get("SHELLCTL_BIN_DIR") or os.path.join(
-    os.path.dirname(__file__), "..", "..", "build", "bin")
+
+def open_to_everyone(path):
+    """Whether every directory from / down to path lets any user through (o+x)."""
+    p = os.path.abspath(path)
+    while True:
+        if not os.stat(p).st_mode & stat.S_IXOTH:
+            return False
+        parent = os.path.dirname(p)
+        if parent == p:
+            return True
+        p = parent
+
+
+def for_everyone(path):
+    """path (a file, or a directory of executables) where every user can reach it.
+
+    The tests run servers, helpers, jobs and scripts as the unprivileged `shellctl-test`
+    user too. A clone in a Home that others may not enter (root's /root, or any Home
+    adduser makes on Debian 12: mode 0700) keeps that user from them: then the file, or the
+    directory's executables, are hard-linked (copied across file systems) into
+    /var/tmp/shellctl-bin-<digest>, named by the path and the files' sizes and times, made
+    once and shared by the test processes."""
+    path = os.path.abspath(path)
+    folder = path if os.path.isdir(path) else os.path.dirname(path)
+    if os.geteuid() != 0 or open_to_everyone(folder):
+        return path
+    if folder == path:
+        names = sorted(n for n in os.listdir(folder)
+                       if os.path.isfile(os.path.join(folder, n))
+                       and os.access(os.path.join(folder, n), os.X_OK))
+    else:
+        names = [os.path.basename(path)]
+    stamp = hashlib.sha256(path.encode())
+    prefix = "shellctl-bin-" + stamp.hexdigest()[:12] + "-"
+    for n in names:
+        st = os.stat(os.path.join(folder, n))
+        stamp.update(f"{n} {st.st_size} {st.st_mtime_ns}\n".encode())
+    staged = os.path.join("/var/tmp", prefix + stamp.hexdigest()[:12])
+    if not os.path.isdir(staged):
+        part = tempfile.mkdtemp(prefix=prefix + "part-", dir="/var/tmp")
+        for n in names:
+            try:
+                os.link(os.path.join(folder, n), os.path.join(part, n))
+            except OSError:
+                shutil.copy2(os.path.join(folder, n), os.path.join(part, n))
+        os.chmod(part, 0o755)
+        try:
+            os.rename(part, staged)
+        except OSError:  # another test process staged the same files first
+            shutil.rmtree(part, ignore_errors=True)
+        for old in os.listdir("/var/tmp"):  # earlier builds of this path
+            if old.startswith(prefix) and os.path.join("/var/tmp", old) != staged:
+                shutil.rmtree(os.path.join("/var/tmp", old), ignore_errors=True)
+    return staged if folder == path else os.path.join(staged, names[0])
+
+
+BIN_DIR = for_everyone(os.environ.get("SHELLCTL_BIN_DIR") or os.path.join(
+    os.path.dirname(__file__), "..", "..", "build", "bin"))
 SHELLCTL = os.path.join(BIN_DIR, "shellctl")
 
 

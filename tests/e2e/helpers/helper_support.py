@@ -7,8 +7,7 @@ import shutil
 import subprocess
 import tempfile
 
-BIN_DIR = os.environ.get("SHELLCTL_BIN_DIR") or os.path.join(
-    os.path.dirname(__file__), "..", "..", "..", "build", "bin")
+from harness import BIN_DIR  # the build's binaries where the unprivileged user reaches them
 RUNNER = os.path.join(BIN_DIR, "shellctl-runner")
 SANITIZE = os.path.join(BIN_DIR, "shellctl-sanitize-pty")
 RUNNER_EXIT = os.path.join(BIN_DIR, "shellctl-runner-exit")

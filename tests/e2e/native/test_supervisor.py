@@ -29,13 +29,13 @@ import time
 import unittest
 import uuid
 
-from harness import BIN_DIR, free_port, wait_until
+from harness import BIN_DIR, for_everyone, free_port, wait_until
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "helpers"))
 from helper_support import ensure_test_user  # noqa: E402
 
 BUILD_DIR = os.environ.get("SHELLCTL_BUILD_DIR") or os.path.dirname(BIN_DIR)
-HARNESS = os.path.join(BUILD_DIR, "tests", "native", "harness", "shellctl-native-harness")
+HARNESS = for_everyone(os.path.join(BUILD_DIR, "tests", "native", "harness", "shellctl-native-harness"))
 SHELLCTL = os.path.join(BIN_DIR, "shellctl")
 UNIFIED = "/sys/fs/cgroup/unified" if os.path.isdir("/sys/fs/cgroup/unified/") else "/sys/fs/cgroup"
 TOKEN = "supervisor-bearer-token"

@@ -23,12 +23,13 @@ PACKAGING = os.path.join(SOURCE, "packaging")
 BUILD_DIR = os.environ.get("SHELLCTL_BUILD_DIR") or os.path.join(SOURCE, "build")
 sys.path.insert(0, os.path.join(SOURCE, "tests", "e2e", "helpers"))
 from helper_support import ensure_test_user  # noqa: E402
+from harness import for_everyone  # noqa: E402
 
 UNIFIED = "/sys/fs/cgroup/unified" if os.path.isdir("/sys/fs/cgroup/unified/") else "/sys/fs/cgroup"
 SECCOMP = os.path.join(PACKAGING, "native-test-seccomp.json")
 UNIT = os.path.join(BUILD_DIR, "packaging", "native-test-supervisor.service")
 PROFILE = os.path.join(PACKAGING, "native-test-apparmor.profile")
-START = os.path.join(PACKAGING, "native-test-start.sh")
+START = for_everyone(os.path.join(PACKAGING, "native-test-start.sh"))  # run as the test user
 
 
 def read(path):
