@@ -54,7 +54,7 @@ def for_everyone(path):
         st = os.stat(os.path.join(folder, n))
         stamp.update(f"{n} {st.st_size} {st.st_mtime_ns}\n".encode())
     staged = os.path.join("/var/tmp", prefix + stamp.hexdigest()[:12])
-    if not os.path.isdir(staged):
+    if not os.path.lexists(staged):
         part = tempfile.mkdtemp(prefix=prefix + "part-", dir="/var/tmp")
         for n in names:
             try:
@@ -64,11 +64,17 @@ def for_everyone(path):
         os.chmod(part, 0o755)
         try:
             os.rename(part, staged)
-        except OSError:  # another test process staged the same files first
+        except OSError:  # the name was taken meanwhile (another test process, or not)
             shutil.rmtree(part, ignore_errors=True)
         for old in os.listdir("/var/tmp"):  # earlier builds of this path
-            if old.startswith(prefix) and os.path.join("/var/tmp", old) != staged:
+            if (old.startswith(prefix) and not old.startswith(prefix + "part-")
+                    and os.path.join("/var/tmp", old) != staged):
                 shutil.rmtree(os.path.join("/var/tmp", old), ignore_errors=True)
+    # /var/tmp is everyone's and the name can be foreseen: only a directory of root's that
+    # nobody else may change is taken.
+    st = os.lstat(staged)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != 0 or st.st_mode & 0o022:
+        raise RuntimeError(f"{staged} is not a directory root alone may change: remove it")
     return staged if folder == path else os.path.join(staged, names[0])
 
 
